@@ -1,0 +1,114 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// featureGateDefaults are etcd v3.7's server feature gates.
+var featureGateDefaults = map[string]bool{
+	"StopGRPCServiceOnDefrag":      false,
+	"InitialCorruptCheck":          false,
+	"CompactHashCheck":             false,
+	"TxnModeWriteWithSharedBuffer": true,
+	"LeaseCheckpoint":              false,
+	"LeaseCheckpointPersist":       false,
+	"SetMemberLocalAddr":           false,
+	"FastLeaseKeepAlive":           true,
+	"PriorityRequest":              false,
+}
+
+// harmlessFeatureGates only change how fast cairn works, never what it
+// does, so cairn accepts any value for them.
+var harmlessFeatureGates = map[string]bool{
+	"TxnModeWriteWithSharedBuffer": true,
+}
+
+// The k8s-style meta gates that switch every alpha or beta gate.
+const (
+	gateAllAlpha = "AllAlpha"
+	gateAllBeta  = "AllBeta"
+)
+
+var betaGates = map[string]bool{"TxnModeWriteWithSharedBuffer": true, "FastLeaseKeepAlive": true}
+
+// FeatureEnabled reports a gate's effective value.
+func (c *Config) FeatureEnabled(gate string) bool {
+	if v, ok := c.FeatureGates[gate]; ok {
+		return v
+	}
+	meta := gateAllAlpha
+	if betaGates[gate] {
+		meta = gateAllBeta
+	}
+	if v, ok := c.FeatureGates[meta]; ok {
+		return v
+	}
+	return featureGateDefaults[gate]
+}
+
+// parseFeatureGates merges "Gate=bool,Gate=bool" into dst, with etcd's
+// messages for malformed input.
+func parseFeatureGates(dst map[string]bool, value string) error {
+	parsed := make(map[string]bool)
+	for _, item := range strings.Split(value, ",") {
+		if item == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(item, "=")
+		k = strings.TrimSpace(k)
+		if !ok {
+			return fmt.Errorf("missing bool value for %s", k)
+		}
+		v = strings.TrimSpace(v)
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("invalid value of %s=%s, err: %w", k, v, err)
+		}
+		parsed[k] = b
+	}
+	for k, b := range parsed {
+		if _, known := featureGateDefaults[k]; !known && k != gateAllAlpha && k != gateAllBeta {
+			return fmt.Errorf("unrecognized feature gate: %s", k)
+		}
+		dst[k] = b
+	}
+	return nil
+}
+
+// featureGatesFlag is --feature-gates; repeated use merges, as in etcd.
+type featureGatesFlag struct{ dst *map[string]bool }
+
+func (f featureGatesFlag) Set(s string) error {
+	if *f.dst == nil {
+		*f.dst = map[string]bool{}
+	}
+	return parseFeatureGates(*f.dst, s)
+}
+
+func (f featureGatesFlag) String() string {
+	if f.dst == nil {
+		return ""
+	}
+	pairs := make([]string, 0, len(*f.dst))
+	for k, v := range *f.dst {
+		pairs = append(pairs, k+"="+strconv.FormatBool(v))
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+// unsupportedGates lists gates whose effective value differs from etcd's
+// default, which cairn cannot honour yet.
+func (c *Config) unsupportedGates() []string {
+	var out []string
+	for gate, def := range featureGateDefaults {
+		if !harmlessFeatureGates[gate] && c.FeatureEnabled(gate) != def {
+			out = append(out, gate)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
