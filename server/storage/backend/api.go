@@ -52,6 +52,11 @@ type UnsafeWriter interface {
 
 // ReadTx is a read transaction that sees every write the batch transaction
 // has made and released (Unlock), committed to disk or not.
+//
+// Each UnsafeRange or UnsafeForEach call sees one consistent state that
+// includes every write released before the call; a later call under the
+// same RLock may also see writes released in between (Unlock does not wait
+// for readers). Only Commit and Defrag wait for RUnlock.
 type ReadTx interface {
 	UnsafeReader
 	RLock()
@@ -60,6 +65,9 @@ type ReadTx interface {
 
 // BatchTx is the single write transaction. Writes are buffered and become
 // durable only on Backend.Commit; readers see them as soon as Unlock returns.
+// Keys and values passed to UnsafePut are kept by reference until the next
+// commit: the caller must not modify them afterwards. A write to a bucket
+// that does not exist yet creates it.
 type BatchTx interface {
 	UnsafeWriter
 	Lock()

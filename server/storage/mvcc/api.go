@@ -16,8 +16,8 @@ type RangeOptions struct {
 // RangeResult is what a Range found.
 type RangeResult struct {
 	KVs   []*mvccpb.KeyValue // in key order, at most Limit of them
-	Rev   int64              // the revision the range was read at (current rev when RangeOptions.Rev <= 0)
-	Count int                // number of keys in the range at Rev, ignoring Limit
+	Rev   int64              // the view's revision (the txn's current revision), also for reads at an older RangeOptions.Rev, as etcd's response header reports
+	Count int                // number of keys in the range at the revision read, ignoring Limit
 }
 
 // ReadView reads the store at one point in time.
@@ -28,8 +28,10 @@ type ReadView interface {
 	Rev() int64
 	// Range returns the live keys in [key, end) at ro.Rev. end == nil means
 	// the single key; end == "\x00" means every key >= key.
-	// Errors: errs.ErrCompacted if ro.Rev <= compacted revision (and > 0),
-	// errs.ErrFutureRev if ro.Rev > Rev().
+	// end of "" (non-nil, empty) means the same as "\x00".
+	// Errors: errs.ErrCompacted if 0 < ro.Rev < compacted revision (the
+	// compacted revision itself stays readable, as in etcd),
+	// errs.ErrFutureRev if ro.Rev > Rev(). The result is nil on error.
 	Range(ctx context.Context, key, end []byte, ro RangeOptions) (*RangeResult, error)
 }
 

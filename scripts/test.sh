@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every check main must pass: formatting, vet, unit tests with the race
+# detector, and the end-to-end tests against the real binary (short mode).
+# Usage: ./scripts/test.sh            (CI and local)
+#        FULL=1 ./scripts/test.sh     (e2e without -short)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+short="-short"
+[ "${FULL:-}" = 1 ] && short=""
+
+echo "== unit tests (race)"
+go test -race -count=1 $(go list ./... | grep -v /tests/)
+
+echo "== e2e tests"
+go test -race -count=1 $short -timeout 15m ./tests/...

@@ -1,0 +1,245 @@
+// Package embed starts a whole member from a parsed configuration: it builds
+// the logger, opens the member (server/etcdserver), binds the client and peer
+// listeners and serves gRPC and HTTP on every client URL. cmd/cairn is a thin
+// main around it; tests can start members in-process with it.
+package embed
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/server/config"
+	"github.com/cairnkv/cairn/server/etcdserver"
+	"github.com/cairnkv/cairn/server/httpapi"
+	"github.com/cairnkv/cairn/server/v3rpc"
+)
+
+// Member is a started member with its listeners.
+type Member struct {
+	Server *etcdserver.Server
+	lg     *zap.Logger
+	grpc   *grpc.Server
+	client []*httpapi.Mux
+	peer   []*http.Server
+	errc   chan error
+}
+
+// StartMember opens the member and starts serving. It returns once the
+// listeners are bound; ReadyNotify says when requests are served.
+func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
+	ecfg, err := memberConfig(cfg, lg)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyInitialCluster(cfg, ecfg); err != nil {
+		return nil, err
+	}
+	clientLns, err := listenAll(cfg.ListenClientUrls)
+	if err != nil {
+		return nil, err
+	}
+	peerLns, err := listenAll(cfg.ListenPeerUrls)
+	if err != nil {
+		closeAll(clientLns)
+		return nil, err
+	}
+	srv, err := etcdserver.New(ecfg)
+	if err != nil {
+		closeAll(clientLns)
+		closeAll(peerLns)
+		return nil, err
+	}
+	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
+	srv.Start()
+	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
+		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
+		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
+	})
+	handler := httpapi.NewHandler(srv, lg)
+	for _, l := range clientLns {
+		m.client = append(m.client, httpapi.Serve(l, m.grpc, handler))
+		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
+	}
+	for _, l := range peerLns {
+		m.peer = append(m.peer, servePeer(l, lg))
+	}
+	go m.watch()
+	return m, nil
+}
+
+// ReadyNotify is closed when the member serves client requests.
+func (m *Member) ReadyNotify() <-chan struct{} { return m.Server.ReadyNotify() }
+
+// Err reports a fatal error of the member.
+func (m *Member) Err() <-chan error { return m.errc }
+
+func (m *Member) watch() {
+	select {
+	case err := <-m.Server.Errors():
+		m.errc <- err
+	case <-m.Server.StopNotify():
+	}
+}
+
+// Close stops serving and stops the member.
+func (m *Member) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, mux := range m.client {
+		if err := mux.Shutdown(ctx); err != nil {
+			mux.Close()
+		}
+	}
+	m.grpc.Stop()
+	for _, p := range m.peer {
+		p.Close()
+	}
+	m.Server.Stop()
+}
+
+func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error) {
+	clusterMap, err := cfg.InitialClusterMap()
+	if err != nil {
+		return nil, err
+	}
+	initial := make(map[string][]string, len(clusterMap))
+	for name, urls := range clusterMap {
+		initial[name] = urlStrings(urls)
+	}
+	return &etcdserver.Config{
+		Name: cfg.Name, DataDir: cfg.Dir, WALDir: cfg.WalDir,
+		ClientURLs: urlStrings(cfg.AdvertiseClientUrls), PeerURLs: urlStrings(cfg.AdvertisePeerUrls),
+		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(),
+		TickMs: cfg.TickMs, ElectionTicks: cfg.ElectionTicks(), PreVote: cfg.PreVote,
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries,
+		MaxSnapFiles: cfg.MaxSnapFiles, MaxWALFiles: cfg.MaxWalFiles,
+		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,
+		BackendBatchInterval: cfg.BackendBatchInterval, BackendBatchLimit: cfg.BackendBatchLimit,
+		UnsafeNoFsync: cfg.UnsafeNoFsync, Logger: lg,
+	}, nil
+}
+
+// verifyInitialCluster checks --initial-cluster only when the data dir is
+// empty: etcd ignores it on restart, because the WAL then holds the truth.
+func verifyInitialCluster(cfg *config.Config, ecfg *etcdserver.Config) error {
+	if ecfg.HasWAL() {
+		return nil
+	}
+	if cfg.IsNewCluster() {
+		return cfg.VerifyBootstrap()
+	}
+	return cfg.VerifyJoinExisting()
+}
+
+func urlStrings(us []url.URL) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.String()
+	}
+	return out
+}
+
+// listenAll binds every URL; unix:// URLs bind a socket file.
+func listenAll(urls []url.URL) ([]net.Listener, error) {
+	var lns []net.Listener
+	for _, u := range urls {
+		l, err := listen(u)
+		if err != nil {
+			closeAll(lns)
+			return nil, err
+		}
+		lns = append(lns, l)
+	}
+	return lns, nil
+}
+
+func listen(u url.URL) (net.Listener, error) {
+	switch u.Scheme {
+	case "http":
+		return net.Listen("tcp", u.Host)
+	case "unix":
+		path := u.Host + u.Path
+		os.Remove(path)
+		return net.Listen("unix", path)
+	default:
+		return nil, fmt.Errorf("cairn: %s URLs (%s) are not supported yet", u.Scheme, u.String())
+	}
+}
+
+func closeAll(lns []net.Listener) {
+	for _, l := range lns {
+		l.Close()
+	}
+}
+
+// servePeer answers on the peer URLs. Until the peer protocol exists it
+// serves only /version, so the port is held and probes get an answer.
+func servePeer(l net.Listener, lg *zap.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"etcdserver":%q,"etcdcluster":%q}`, config.EtcdVersion, config.ClusterVersion)
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := hs.Serve(l); err != nil && err != http.ErrServerClosed {
+			lg.Warn("peer listener stopped", zap.String("address", l.Addr().String()), zap.Error(err))
+		}
+	}()
+	lg.Info("serving peer traffic", zap.String("address", l.Addr().String()))
+	return hs
+}
+
+// NewLogger builds etcd's zap logger from --log-level and --log-outputs.
+func NewLogger(cfg *config.Config) (*zap.Logger, error) {
+	zc := zap.NewProductionConfig()
+	if err := zc.Level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q: %w", cfg.LogLevel, err)
+	}
+	zc.Sampling = nil
+	zc.EncoderConfig.TimeKey = "ts"
+	zc.EncoderConfig.EncodeTime = zapISO8601
+	zc.OutputPaths, zc.ErrorOutputPaths = logOutputs(cfg.LogOutputs), []string{"stderr"}
+	if cfg.LogFormat == "console" {
+		zc.Encoding = "console"
+	}
+	return zc.Build()
+}
+
+func logOutputs(outs []string) []string {
+	var paths []string
+	for _, o := range outs {
+		switch o {
+		case "", "default", "stderr":
+			paths = append(paths, "stderr")
+		case "stdout":
+			paths = append(paths, "stdout")
+		default:
+			paths = append(paths, o)
+		}
+	}
+	if len(paths) == 0 {
+		paths = []string{"stderr"}
+	}
+	return dedupe(paths)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+package etcdserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/raftnode"
+)
+
+func (s *Server) applyLoop() {
+	for {
+		select {
+		case batch := <-s.node.Apply():
+			s.applyBatch(batch)
+		case <-s.stopc:
+			return
+		}
+	}
+}
+
+func (s *Server) applyBatch(batch raftnode.ToApply) {
+	if !raft.IsEmptySnap(batch.Snapshot) && batch.Snapshot.GetMetadata().GetIndex() > s.appliedIndex.Load() {
+		// Only a leader sends snapshots, and only to a member that has peers.
+		s.fail(fmt.Errorf("received a raft snapshot at index %d, but installing snapshots from a leader needs the peer protocol",
+			batch.Snapshot.GetMetadata().GetIndex()))
+		return
+	}
+	for _, e := range batch.Entries {
+		s.applyEntry(e)
+	}
+	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
+		s.commitBackend(false)
+	}
+	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount {
+		s.takeSnapshot()
+	}
+}
+
+func (s *Server) applyEntry(e *raftpb.Entry) {
+	var (
+		id     uint64
+		result *apply.Result
+	)
+	s.applyMu.Lock()
+	switch e.GetType() {
+	case raftpb.EntryNormal:
+		id, result = s.applyNormal(e)
+	case raftpb.EntryConfChange:
+		s.applyConfChange(e)
+	}
+	s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
+	s.applyMu.Unlock()
+
+	s.appliedIndex.Store(e.GetIndex())
+	if id != 0 {
+		if result != nil && errors.Is(result.Err, errs.ErrNoSpace) && !s.hasAlarm(pb.AlarmType_NOSPACE) {
+			s.goAttach(func() { s.raiseNoSpaceThenAnswer(id, result) })
+		} else {
+			s.proposals.Trigger(id, result)
+		}
+	}
+	s.appliedWait.Trigger(e.GetIndex())
+}
+
+// raiseNoSpaceThenAnswer raises the NOSPACE alarm through raft for a write
+// that was applied but took the backend over its quota, and only then
+// answers its proposer, as etcd does.
+func (s *Server) raiseNoSpaceThenAnswer(id uint64, result *apply.Result) {
+	s.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", s.applier.QuotaBytes()))
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	defer cancel()
+	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
+	if _, err := s.propose(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
+		s.lg.Warn("failed to raise NOSPACE alarm", zap.Error(err))
+	}
+	s.proposals.Trigger(id, result)
+}
+
+func (s *Server) hasAlarm(t pb.AlarmType) bool {
+	for _, a := range s.applier.Alarms() {
+		if a.GetAlarm() == t {
+			return true
+		}
+	}
+	return false
+}
+
+// applyNormal applies one request. Entries the backend already holds (index
+// at or below the consistent index read at start) are skipped: that is what
+// makes WAL replay after a crash idempotent.
+func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
+	if len(e.GetData()) == 0 || e.GetIndex() <= s.consistentIdx {
+		return 0, nil
+	}
+	r := &pb.InternalRaftRequest{}
+	if err := proto.Unmarshal(e.GetData(), r); err != nil {
+		s.lg.Error("skipping undecodable raft entry", zap.Uint64("index", e.GetIndex()), zap.Error(err))
+		return 0, nil
+	}
+	id := r.GetID()
+	if id == 0 {
+		id = r.GetHeader().GetID()
+	}
+	if s.applyClusterRequest(r) {
+		return id, &apply.Result{}
+	}
+	return id, s.applier.Apply(context.Background(), r)
+}
+
+func (s *Server) applyConfChange(e *raftpb.Entry) {
+	cc := &raftpb.ConfChange{}
+	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+		s.lg.Error("skipping undecodable conf change", zap.Uint64("index", e.GetIndex()), zap.Error(err))
+		return
+	}
+	s.confState = s.node.Raft().ApplyConfChange(cc)
+	tx := s.be.BatchTx()
+	tx.Lock()
+	defer tx.Unlock()
+	switch cc.GetType() {
+	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
+		m := &membership.Member{}
+		if err := jsonUnmarshal(cc.GetContext(), m); err != nil {
+			s.lg.Error("conf change carries no member", zap.Error(err))
+			return
+		}
+		if err := membership.Save(tx, m); err != nil {
+			s.lg.Error("cannot save member", zap.Error(err))
+		}
+	case raftpb.ConfChangeRemoveNode:
+		membership.Remove(tx, cc.GetNodeId())
+	}
+}
+
+// takeSnapshot records a raft snapshot at the applied index and trims the
+// in-memory log. The backend is committed first so the db on disk covers
+// everything the snapshot claims.
+func (s *Server) takeSnapshot() {
+	s.commitBackend(true)
+	applied := s.appliedIndex.Load()
+	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.confState, nil)
+	if err != nil {
+		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
+		return
+	}
+	if err := s.storage.SaveSnap(snap); err != nil {
+		s.fail(fmt.Errorf("save snapshot: %w", err))
+		return
+	}
+	s.snapshotIndex = applied
+	s.lg.Info("saved snapshot", zap.Uint64("snapshot-index", applied))
+	if applied > s.cfg.SnapshotCatchUpEntries {
+		compactTo := applied - s.cfg.SnapshotCatchUpEntries
+		if err := s.node.MemStorage().Compact(compactTo); err != nil && err != raft.ErrCompacted {
+			s.lg.Warn("cannot compact raft log", zap.Uint64("index", compactTo), zap.Error(err))
+			return
+		}
+		s.lg.Info("compacted raft logs", zap.Uint64("compact-index", compactTo))
+	}
+}
+
+// fail reports a fatal error; the main stops the member.
+func (s *Server) fail(err error) {
+	s.lg.Error("member failed", zap.Error(err))
+	select {
+	case s.errc <- err:
+	default:
+	}
+}

@@ -1,0 +1,195 @@
+package etcdserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/snap"
+	"github.com/cairnkv/cairn/server/storage/backend"
+	"github.com/cairnkv/cairn/server/wal"
+	"github.com/cairnkv/cairn/server/wal/walpb"
+)
+
+// bootstrapped is the raft side of a member ready to start.
+type bootstrapped struct {
+	id, clusterID uint64
+	memStorage    *raft.MemoryStorage
+	storage       *raftStorage
+	node          raft.Node
+	snapshot      *raftpb.Snapshot // nil when the member starts without one
+	peers         []*membership.Member
+}
+
+func (s *Server) raftConfig(id uint64, ms *raft.MemoryStorage) *raft.Config {
+	return &raft.Config{
+		ID:              id,
+		ElectionTick:    s.cfg.ElectionTicks,
+		HeartbeatTick:   1,
+		Storage:         ms,
+		MaxSizePerMsg:   1024 * 1024,
+		MaxInflightMsgs: 4096 / 8,
+		CheckQuorum:     true,
+		PreVote:         s.cfg.PreVote,
+		Logger:          newRaftLogger(s.lg),
+	}
+}
+
+// bootstrapRaft starts raft from the WAL when there is one, else creates it.
+func (s *Server) bootstrapRaft() (*bootstrapped, error) {
+	if err := os.MkdirAll(s.cfg.snapDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("cannot access data directory: %w", err)
+	}
+	if wal.Exist(s.cfg.walDir()) {
+		return s.restartRaft()
+	}
+	if !s.cfg.NewCluster {
+		return nil, errors.New("joining an existing cluster needs the peer protocol, which this member does not speak yet (--initial-cluster-state=existing)")
+	}
+	return s.startNewRaft()
+}
+
+func (s *Server) initialMembers() ([]*membership.Member, error) {
+	names := make([]string, 0, len(s.cfg.InitialCluster))
+	for name := range s.cfg.InitialCluster {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	members := make([]*membership.Member, 0, len(names))
+	for _, name := range names {
+		urls := s.cfg.InitialCluster[name]
+		m := &membership.Member{ID: membership.ComputeMemberID(urls, s.cfg.InitialClusterToken, nil), PeerURLs: urls}
+		if name == s.cfg.Name {
+			m.Name, m.ClientURLs = name, s.cfg.ClientURLs
+		}
+		members = append(members, m)
+	}
+	if len(members) > 1 {
+		return nil, fmt.Errorf("--initial-cluster names %d members; clusters of more than one member need the peer protocol, which this member does not speak yet", len(members))
+	}
+	return members, nil
+}
+
+func (s *Server) startNewRaft() (*bootstrapped, error) {
+	members, err := s.initialMembers()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, len(members))
+	peers := make([]raft.Peer, len(members))
+	var self uint64
+	for i, m := range members {
+		ids[i] = m.ID
+		ctx, _ := jsonMember(m)
+		peers[i] = raft.Peer{ID: m.ID, Context: ctx}
+		if m.Name == s.cfg.Name {
+			self = m.ID
+		}
+	}
+	cid := membership.ComputeClusterID(ids)
+	md, err := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(self), ClusterID: proto.Uint64(cid)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := wal.Create(s.lg, s.cfg.walDir(), md)
+	if err != nil {
+		return nil, fmt.Errorf("create wal: %w", err)
+	}
+	ms := raft.NewMemoryStorage()
+	node := raft.StartNode(s.raftConfig(self, ms), peers)
+	s.lg.Info("starting local member", zap.String("local-member-id", idHex(self)), zap.String("cluster-id", idHex(cid)))
+	return &bootstrapped{
+		id: self, clusterID: cid, memStorage: ms, node: node, peers: members,
+		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
+	}, nil
+}
+
+func (s *Server) restartRaft() (*bootstrapped, error) {
+	walSnaps, err := wal.ValidSnapshotEntries(s.lg, s.cfg.walDir())
+	if err != nil {
+		return nil, err
+	}
+	ss := snap.New(s.lg, s.cfg.snapDir())
+	snapshot, err := ss.LoadNewestAvailable(walSnaps)
+	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
+		return nil, err
+	}
+	marker := walpb.Snapshot{}
+	if snapshot != nil {
+		md := snapshot.GetMetadata()
+		marker = walpb.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()}
+	}
+	w, mdBytes, hs, ents, err := openWAL(s.lg, s.cfg.walDir(), marker)
+	if err != nil {
+		return nil, err
+	}
+	md := &pb.Metadata{}
+	if err := proto.Unmarshal(mdBytes, md); err != nil {
+		return nil, fmt.Errorf("decode wal metadata: %w", err)
+	}
+	ms := raft.NewMemoryStorage()
+	if snapshot != nil {
+		if err := ms.ApplySnapshot(snapshot); err != nil {
+			return nil, err
+		}
+	}
+	if err := ms.SetHardState(hs); err != nil {
+		return nil, err
+	}
+	if err := ms.Append(ents); err != nil {
+		return nil, err
+	}
+	s.lg.Info("restarting local member", zap.String("local-member-id", idHex(md.GetNodeID())),
+		zap.String("cluster-id", idHex(md.GetClusterID())), zap.Uint64("commit-index", hs.GetCommit()))
+	node := raft.RestartNode(s.raftConfig(md.GetNodeID(), ms))
+	return &bootstrapped{
+		id: md.GetNodeID(), clusterID: md.GetClusterID(), memStorage: ms, node: node, snapshot: snapshot,
+		storage: &raftStorage{wal: w, snapshotter: ss},
+	}, nil
+}
+
+// openWAL opens the WAL at the snapshot marker and reads it; a torn last
+// record (a crash mid-write) is repaired once, as etcd does.
+func openWAL(lg *zap.Logger, dir string, marker walpb.Snapshot) (*wal.WAL, []byte, *raftpb.HardState, []*raftpb.Entry, error) {
+	repaired := false
+	for {
+		w, err := wal.Open(lg, dir, marker)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("open wal: %w", err)
+		}
+		md, hs, ents, err := w.ReadAll()
+		if err == nil {
+			return w, md, hs, ents, nil
+		}
+		w.Close()
+		if repaired || !errors.Is(err, wal.ErrUnexpectedEOF) || !wal.Repair(lg, dir) {
+			return nil, nil, nil, nil, fmt.Errorf("read wal: %w", err)
+		}
+		repaired = true
+	}
+}
+
+// openBackend opens the member's bbolt db.
+func (s *Server) openBackend() (backend.Backend, error) {
+	start := time.Now()
+	be, err := backend.Open(backend.Config{
+		Path:          s.cfg.backendPath(),
+		Logger:        s.lg,
+		UnsafeNoFsync: s.cfg.UnsafeNoFsync,
+		PreCommit:     s.saveConsistentIndex,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open backend %s: %w", s.cfg.backendPath(), err)
+	}
+	s.lg.Info("opened backend db", zap.String("path", s.cfg.backendPath()), zap.Duration("took", time.Since(start)))
+	return be, nil
+}

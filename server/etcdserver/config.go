@@ -1,0 +1,98 @@
+package etcdserver
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/wal"
+)
+
+// Config is what a member needs to start. server/config turns flags into it.
+type Config struct {
+	Name                string
+	DataDir             string
+	WALDir              string // defaults to <data-dir>/member/wal
+	ClientURLs          []string
+	PeerURLs            []string
+	InitialCluster      map[string][]string // name -> peer URLs
+	InitialClusterToken string
+	NewCluster          bool
+
+	TickMs                 uint
+	ElectionTicks          int
+	PreVote                bool
+	SnapshotCount          uint64
+	SnapshotCatchUpEntries uint64
+	MaxSnapFiles           uint
+	MaxWALFiles            uint
+
+	QuotaBackendBytes    int64
+	MaxRequestBytes      uint
+	BackendBatchInterval time.Duration
+	BackendBatchLimit    int
+	UnsafeNoFsync        bool
+
+	Logger *zap.Logger
+}
+
+func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
+func (c *Config) snapDir() string   { return filepath.Join(c.memberDir(), "snap") }
+func (c *Config) backendPath() string {
+	return filepath.Join(c.snapDir(), "db")
+}
+
+// HasWAL reports whether the data dir already holds a WAL (a restart).
+func (c *Config) HasWAL() bool { return wal.Exist(c.walDir()) }
+
+func (c *Config) walDir() string {
+	if c.WALDir != "" {
+		return c.WALDir
+	}
+	return filepath.Join(c.memberDir(), "wal")
+}
+
+// requestTimeout bounds how long a proposal may wait, as etcd's
+// ReqTimeout: 5s plus two election timeouts.
+func (c *Config) requestTimeout() time.Duration {
+	return 5*time.Second + 2*time.Duration(c.ElectionTicks)*time.Duration(c.TickMs)*time.Millisecond
+}
+
+func (c *Config) tickInterval() time.Duration { return time.Duration(c.TickMs) * time.Millisecond }
+
+func (c *Config) withDefaults() (*Config, error) {
+	cc := *c
+	if cc.Logger == nil {
+		cc.Logger = zap.NewNop()
+	}
+	if cc.TickMs == 0 {
+		cc.TickMs = 100
+	}
+	if cc.ElectionTicks == 0 {
+		cc.ElectionTicks = 10
+	}
+	if cc.SnapshotCount == 0 {
+		cc.SnapshotCount = 10000
+	}
+	if cc.SnapshotCatchUpEntries == 0 {
+		cc.SnapshotCatchUpEntries = 5000
+	}
+	if cc.MaxRequestBytes == 0 {
+		cc.MaxRequestBytes = 1572864
+	}
+	if cc.BackendBatchInterval == 0 {
+		cc.BackendBatchInterval = 100 * time.Millisecond
+	}
+	if cc.BackendBatchLimit == 0 {
+		cc.BackendBatchLimit = 10000
+	}
+	if cc.InitialClusterToken == "" {
+		cc.InitialClusterToken = "etcd-cluster"
+	}
+	if _, ok := cc.InitialCluster[cc.Name]; !ok && cc.NewCluster {
+		return nil, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", cc.Name)
+	}
+	return &cc, nil
+}

@@ -1,0 +1,128 @@
+package etcdserver
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/storage/backend"
+)
+
+// Versions this member reports.
+const (
+	serverVersion  = "3.7.1"
+	storageVersion = "3.7"
+)
+
+// Status reports the member's state as Maintenance.Status does.
+func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
+	st := s.node.Raft().Status()
+	resp := &pb.StatusResponse{
+		Header:           s.Header(),
+		Version:          serverVersion,
+		DbSize:           s.be.Size(),
+		DbSizeInUse:      s.be.SizeInUse(),
+		Leader:           st.Lead,
+		RaftIndex:        st.GetCommit(),
+		RaftTerm:         st.GetTerm(),
+		RaftAppliedIndex: s.appliedIndex.Load(),
+		IsLearner:        false,
+		DbSizeQuota:      s.applier.QuotaBytes(),
+		StorageVersion:   storageVersion,
+	}
+	for _, a := range s.applier.Alarms() {
+		resp.Errors = append(resp.Errors, a.String())
+	}
+	return resp, nil
+}
+
+// hashIgnores leaves out of Hash what legitimately differs between members
+// holding the same data: the raft bookkeeping in the meta bucket.
+func hashIgnores(bucket, key []byte) bool {
+	if !bytes.Equal(bucket, backend.BucketMeta) {
+		return false
+	}
+	return bytes.Equal(key, backend.MetaConsistentIndex) || bytes.Equal(key, backend.MetaTerm) ||
+		bytes.Equal(key, backend.MetaConfState)
+}
+
+// Hash hashes the whole backend.
+func (s *Server) Hash(ctx context.Context) (*pb.HashResponse, error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	h, err := s.be.Hash(hashIgnores)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.HashResponse{Header: s.Header(), Hash: h}, nil
+}
+
+// HashKV hashes the key space up to rev (0 = current).
+func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error) {
+	h, current, err := s.kv.HashByRev(rev)
+	if err != nil {
+		return nil, err
+	}
+	hdr := s.Header()
+	hdr.Revision = current
+	return &pb.HashKVResponse{Header: hdr, Hash: h.Hash, CompactRevision: h.CompactRevision, HashRevision: h.Revision}, nil
+}
+
+// Defragment rewrites the backend file; applies wait meanwhile.
+func (s *Server) Defragment(ctx context.Context) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.be.Commit()
+	return s.be.Defrag()
+}
+
+// Snapshot returns a consistent copy of the backend.
+func (s *Server) Snapshot(ctx context.Context) (backend.Snapshot, error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	return s.be.Snapshot(), nil
+}
+
+// Alarm proposes an alarm change (or read) through raft.
+func (s *Server) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: r})
+	if err != nil {
+		return nil, err
+	}
+	out := resp.(*pb.AlarmResponse)
+	s.fillHeader(&out.Header)
+	return out, nil
+}
+
+// MoveLeader hands leadership to another voting member and waits until it
+// has taken over.
+func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	if s.Leader() != s.id {
+		return nil, errs.ErrNotLeader
+	}
+	target := r.GetTargetID()
+	if !s.isVoter(target) {
+		return nil, errs.ErrBadLeaderTransferee
+	}
+	s.node.Raft().TransferLeadership(ctx, s.id, target)
+	tick := time.NewTicker(time.Duration(s.cfg.TickMs) * time.Millisecond)
+	defer tick.Stop()
+	for s.Leader() != target {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, errs.ErrTimeoutLeaderTransfer
+		case <-s.stopc:
+			return nil, errs.ErrStopped
+		}
+	}
+	return &pb.MoveLeaderResponse{}, nil
+}
+
+func (s *Server) isVoter(id uint64) bool {
+	_, ok := s.node.Raft().Status().Config.Voters.IDs()[id]
+	return ok
+}

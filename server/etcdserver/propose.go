@@ -1,0 +1,72 @@
+package etcdserver
+
+import (
+	"context"
+	"errors"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/errs"
+)
+
+// propose sends r through raft and waits for its apply result.
+func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error) {
+	if s.node.Committed() > s.appliedIndex.Load()+maxApplyBacklog {
+		return nil, errs.ErrTooManyRequests
+	}
+	id := s.reqIDs.Next()
+	r.Header = &pb.RequestHeader{ID: id}
+	data, err := proto.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > int(s.cfg.MaxRequestBytes) {
+		return nil, errs.ErrRequestTooLarge
+	}
+	resultc := s.proposals.Register(id)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.node.Propose(cctx, data); err != nil {
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, err)
+	}
+	select {
+	case x := <-resultc:
+		res, _ := x.(*apply.Result)
+		if res == nil {
+			return nil, errs.ErrStopped
+		}
+		return res, nil
+	case <-cctx.Done():
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, cctx.Err())
+	case <-s.stopc:
+		return nil, errs.ErrStopped
+	}
+}
+
+// proposeError turns a failed wait into etcd's error: a canceled caller gets
+// "request cancelled", a deadline "request timed out".
+func proposeError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return errs.ErrCanceled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return errs.ErrTimeout
+	}
+	return err
+}
+
+// proposeRequest proposes r and returns its response with a full header.
+func (s *Server) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error) {
+	res, err := s.propose(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Resp, nil
+}

@@ -1,0 +1,237 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/idutil"
+	"github.com/cairnkv/cairn/pkg/wait"
+	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/raftnode"
+	"github.com/cairnkv/cairn/server/storage/backend"
+	"github.com/cairnkv/cairn/server/storage/mvcc"
+)
+
+// maxApplyBacklog is how far the applied index may trail the committed index
+// before new proposals are refused with "too many requests" (etcd's value).
+const maxApplyBacklog = 5000
+
+// Server is one running member.
+type Server struct {
+	cfg *Config
+	lg  *zap.Logger
+
+	id, clusterID uint64
+
+	be      backend.Backend
+	kv      *mvcc.Store
+	applier *apply.Applier
+	storage *raftStorage
+	node    *raftnode.Node
+
+	reqIDs      *idutil.Generator
+	proposals   *wait.Registry
+	appliedWait *wait.Index
+
+	// applyMu is held while an entry is applied and while the backend
+	// commits, so a commit never separates data from its consistent index.
+	applyMu        sync.Mutex
+	consistentIdx  uint64 // guarded by applyMu
+	consistentTerm uint64 // guarded by applyMu
+	confState      *raftpb.ConfState
+	snapshotIndex  uint64
+
+	appliedIndex atomic.Uint64
+
+	reads readBarrier
+
+	readyc   chan struct{}
+	stopOnce sync.Once
+	stopc    chan struct{}
+	wg       sync.WaitGroup
+	errc     chan error
+}
+
+// New opens (or creates) the member's data and prepares it to start.
+func New(cfg *Config) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{})}
+	b, err := s.bootstrapRaft()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openStores(b); err != nil {
+		b.node.Stop()
+		b.storage.Close()
+		return nil, err
+	}
+	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
+	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
+	s.proposals = wait.NewRegistry()
+	s.appliedWait = wait.NewIndex(s.consistentIdx)
+	s.appliedIndex.Store(s.consistentIdx)
+	s.reads.init()
+	if b.snapshot != nil {
+		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
+		s.confState = b.snapshot.GetMetadata().GetConfState()
+	}
+	s.node = raftnode.New(raftnode.Config{
+		ID: b.id, Logger: s.lg, Raft: b.node, MemStorage: b.memStorage,
+		Persister: b.storage, TickInterval: c.tickInterval(),
+	})
+	return s, nil
+}
+
+func (s *Server) openStores(b *bootstrapped) error {
+	be, err := s.openBackend()
+	if err != nil {
+		return err
+	}
+	s.be = be
+	tx := be.ReadTx()
+	tx.RLock()
+	ci, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex)
+	term, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaTerm)
+	tx.RUnlock()
+	if b.snapshot != nil && ci < b.snapshot.GetMetadata().GetIndex() {
+		be.Close()
+		return errors.New("the backend's consistent index is older than the newest snapshot; the db file does not belong with this WAL")
+	}
+	s.consistentIdx, s.consistentTerm = ci, term
+	s.kv = mvcc.New(s.lg, be, mvcc.StoreConfig{})
+	s.applier, err = apply.New(apply.Config{KV: s.kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Logger: s.lg})
+	if err != nil {
+		s.kv.Close()
+		be.Close()
+		return err
+	}
+	return nil
+}
+
+// Start runs the raft, apply, commit and read loops. A one-member cluster
+// campaigns at once instead of waiting out an election timeout.
+func (s *Server) Start() {
+	s.node.Start()
+	s.goAttach(s.applyLoop)
+	s.goAttach(s.commitLoop)
+	s.goAttach(s.readLoop)
+	s.goAttach(s.purgeLoop)
+	s.goAttach(s.watchRaftErrors)
+	s.goAttach(s.publish)
+	if s.isSingleVoter() {
+		s.goAttach(func() {
+			if err := s.node.Raft().Campaign(context.Background()); err != nil {
+				s.lg.Warn("campaign failed", zap.Error(err))
+			}
+		})
+	}
+}
+
+func (s *Server) isSingleVoter() bool {
+	if s.confState != nil {
+		return len(s.confState.GetVoters()) == 1 && s.confState.GetVoters()[0] == s.id
+	}
+	return len(s.cfg.InitialCluster) == 1
+}
+
+func (s *Server) goAttach(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// Errors reports a fatal error after which the member has stopped serving.
+func (s *Server) Errors() <-chan error { return s.errc }
+
+func (s *Server) watchRaftErrors() {
+	select {
+	case err := <-s.node.Errors():
+		s.errc <- err
+	case <-s.stopc:
+	}
+}
+
+// Stop stops every loop, commits the backend and closes the files.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopc)
+		s.wg.Wait()
+		s.node.Stop()
+		s.applyMu.Lock()
+		s.be.Commit()
+		s.applyMu.Unlock()
+		s.kv.Close()
+		s.be.Close()
+		s.storage.Close()
+	})
+}
+
+// StopNotify is closed when Stop begins.
+func (s *Server) StopNotify() <-chan struct{} { return s.stopc }
+
+// ID is this member's ID.
+func (s *Server) ID() uint64 { return s.id }
+
+// ClusterID is the cluster's ID.
+func (s *Server) ClusterID() uint64 { return s.clusterID }
+
+// Leader is the current leader's ID (0 = none known).
+func (s *Server) Leader() uint64 { return s.node.Leader() }
+
+// Header is the response header for the member's current state.
+func (s *Server) Header() *pb.ResponseHeader {
+	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.kv.Rev(), RaftTerm: s.node.Term()}
+}
+
+// Alarms are the active alarms.
+func (s *Server) Alarms() []*pb.AlarmMember { return s.applier.Alarms() }
+
+// saveConsistentIndex is the backend's pre-commit hook; it runs inside
+// Backend.Commit, which this package calls only under applyMu.
+func (s *Server) saveConsistentIndex(tx backend.UnsafeWriter) {
+	backend.PutUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex, s.consistentIdx)
+	backend.PutUint64(tx, backend.BucketMeta, backend.MetaTerm, s.consistentTerm)
+}
+
+// commitLoop commits the backend every --backend-batch-interval.
+func (s *Server) commitLoop() {
+	t := time.NewTicker(s.cfg.BackendBatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.commitBackend(false)
+		case <-s.stopc:
+			return
+		}
+	}
+}
+
+// commitBackend commits when there is something to commit (or always when
+// force is set).
+func (s *Server) commitBackend(force bool) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if force || s.be.PendingWrites() > 0 {
+		s.be.Commit()
+	}
+}
+
+func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }
+
+func idHex(id uint64) string { return strconv.FormatUint(id, 16) }

@@ -1,0 +1,48 @@
+package etcdserver
+
+import (
+	"sync"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnkv/cairn/server/snap"
+	"github.com/cairnkv/cairn/server/wal"
+	"github.com/cairnkv/cairn/server/wal/walpb"
+)
+
+// raftStorage persists raft state in the WAL and snap files. The raft loop
+// calls Save; the apply loop calls SaveSnap when it takes a snapshot, so the
+// WAL is guarded by a mutex.
+type raftStorage struct {
+	mu          sync.Mutex
+	wal         *wal.WAL
+	snapshotter *snap.Snapshotter
+}
+
+func (st *raftStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.wal.Save(hs, ents)
+}
+
+// SaveSnap writes the .snap file first, then the WAL marker: a marker
+// without its file would make restart look for a snapshot that is not there.
+func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.snapshotter.SaveSnap(s); err != nil {
+		return err
+	}
+	md := s.GetMetadata()
+	marker := walpb.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()}
+	if err := st.wal.SaveSnapshot(marker); err != nil {
+		return err
+	}
+	return st.wal.ReleaseLockTo(md.GetIndex())
+}
+
+func (st *raftStorage) Close() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.wal.Close()
+}

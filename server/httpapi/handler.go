@@ -1,0 +1,120 @@
+// Package httpapi owns the plain-HTTP side of the client URLs and the
+// listener they share with gRPC.
+//
+// NewHandler serves etcd's operational endpoints: /version, /health, /livez,
+// /readyz (with per-check sub-paths) and /metrics, with etcd's JSON, texts
+// and status codes, so load balancers, probes and dashboards built for etcd
+// work unchanged. Serve puts gRPC and HTTP/1.1 on one listener by sniffing
+// each connection's first bytes. The package decides nothing about the
+// member's health itself: it asks the member through the Health interface.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.uber.org/zap"
+)
+
+// Versions reported by /version. (Another package may centralize them.)
+const (
+	EtcdVersion    = "3.7.1"
+	ClusterVersion = "3.7.0"
+	StorageVersion = "3.7.0"
+)
+
+// Paths served by NewHandler.
+const (
+	PathVersion = "/version"
+	PathHealth  = "/health"
+	PathLivez   = "/livez"
+	PathReadyz  = "/readyz"
+	PathMetrics = "/metrics"
+)
+
+// healthReadTimeout bounds the read /health makes: etcd's request timeout
+// with default settings (5 s plus two election timeouts of 1 s).
+const healthReadTimeout = 7 * time.Second
+
+// Health is what the endpoints need from the member.
+type Health interface {
+	// Leader is the current leader's member id, 0 when there is none.
+	Leader() uint64
+	// Alarms lists the active alarms.
+	Alarms() []*pb.AlarmMember
+	// LinearizableReadCheck performs a linearizable read (a quorum round).
+	LinearizableReadCheck(ctx context.Context) error
+}
+
+// SerializableReadChecker may be implemented by a Health to add etcd's
+// serializable_read check (a local read) to /livez and /readyz and to serve
+// /health?serializable=true with a real local read.
+type SerializableReadChecker interface {
+	SerializableReadCheck(ctx context.Context) error
+}
+
+// LearnerReporter may be implemented by a Health to add etcd's non_learner
+// check to /readyz.
+type LearnerReporter interface {
+	IsLearner() bool
+}
+
+// NewHandler returns the handler of the client URLs' HTTP endpoints.
+func NewHandler(h Health, lg *zap.Logger) http.Handler {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(PathVersion, serveVersion)
+	mux.Handle(PathHealth, &healthHandler{h: h, lg: lg})
+	livez, readyz := newCheckRegistries(h)
+	livez.install(mux, lg)
+	readyz.install(mux, lg)
+	mux.Handle(PathMetrics, promhttp.Handler())
+	return mux
+}
+
+// versions is etcd's /version document.
+type versions struct {
+	Server  string `json:"etcdserver"`
+	Cluster string `json:"etcdcluster"`
+	Storage string `json:"storage"`
+}
+
+func serveVersion(w http.ResponseWriter, r *http.Request) {
+	if !allowGet(w, r) {
+		return
+	}
+	body, err := json.Marshal(versions{Server: EtcdVersion, Cluster: ClusterVersion, Storage: StorageVersion})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// allowGet answers 405 to anything but GET, as etcd does on these paths.
+func allowGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet {
+		return true
+	}
+	w.Header().Set("Allow", http.MethodGet)
+	http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// querySet returns the non-empty values of a repeated query parameter.
+func querySet(r *http.Request, name string) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range r.URL.Query()[name] {
+		if v != "" {
+			set[v] = true
+		}
+	}
+	return set
+}

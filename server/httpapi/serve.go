@@ -1,0 +1,268 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// http2Preface opens every HTTP/2 connection made with prior knowledge, which
+// is how gRPC clients connect.
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// sniffTimeout bounds how long a new connection may take to send the bytes
+// that tell its protocol.
+const sniffTimeout = 10 * time.Second
+
+// Mux serves gRPC and HTTP/1.1 on one listener. Each accepted connection is
+// classified by its first bytes: the HTTP/2 client preface goes to the gRPC
+// server's own transport (grpc.Server.Serve, much faster than ServeHTTP),
+// anything else to an http.Server. A connection that does not send the
+// preface gets to HTTP as soon as one byte differs from it, so a short
+// HTTP/1.1 request never waits for bytes that will not come.
+//
+// The Mux owns the listener, the gRPC server and the http.Server: Close or
+// Shutdown stops all three.
+type Mux struct {
+	root     net.Listener
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	grpcConn *handoffListener
+	httpConn *handoffListener
+
+	mu       sync.Mutex
+	sniffing map[net.Conn]struct{} // connections not yet classified
+	closing  bool
+
+	wg       sync.WaitGroup // the accept loop, the sniffers and both servers
+	errOnce  sync.Once
+	firstErr error
+}
+
+// Serve starts serving l in the background and returns at once. grpcSrv gets
+// the gRPC connections, httpHandler the HTTP/1.1 requests. Stop it with
+// Close or Shutdown; Wait returns when everything has stopped.
+func Serve(l net.Listener, grpcSrv *grpc.Server, httpHandler http.Handler) *Mux {
+	m := &Mux{
+		root:     l,
+		grpcSrv:  grpcSrv,
+		httpSrv:  &http.Server{Handler: httpHandler, ReadHeaderTimeout: sniffTimeout},
+		grpcConn: newHandoffListener(l.Addr()),
+		httpConn: newHandoffListener(l.Addr()),
+		sniffing: map[net.Conn]struct{}{},
+	}
+	m.wg.Add(3)
+	go func() { defer m.wg.Done(); m.recordErr(grpcSrv.Serve(m.grpcConn)) }()
+	go func() { defer m.wg.Done(); m.recordErr(m.httpSrv.Serve(m.httpConn)) }()
+	go func() { defer m.wg.Done(); m.acceptLoop() }()
+	return m
+}
+
+// Addr is the address of the shared listener.
+func (m *Mux) Addr() net.Addr { return m.root.Addr() }
+
+// Close stops at once: the listener closes and open connections are cut.
+func (m *Mux) Close() error {
+	m.stopAccepting()
+	m.grpcSrv.Stop()
+	err := m.httpSrv.Close()
+	m.wg.Wait()
+	return err
+}
+
+// Shutdown stops accepting and waits for in-flight requests and RPCs to
+// finish, or for ctx to end, after which it closes what remains (and returns
+// ctx's error). Long-lived streams (e.g. watches) keep a graceful stop
+// waiting, so callers should bound ctx.
+func (m *Mux) Shutdown(ctx context.Context) error {
+	m.stopAccepting()
+	grpcStopped := make(chan struct{})
+	go func() { m.grpcSrv.GracefulStop(); close(grpcStopped) }()
+	err := m.httpSrv.Shutdown(ctx)
+	select {
+	case <-grpcStopped:
+	case <-ctx.Done():
+		m.grpcSrv.Stop()
+		<-grpcStopped
+		err = ctx.Err()
+	}
+	if err != nil {
+		m.httpSrv.Close()
+	}
+	m.wg.Wait()
+	return err
+}
+
+// Wait blocks until the Mux has stopped and returns the first error that
+// ended serving, nil when it ended by Close or Shutdown.
+func (m *Mux) Wait() error {
+	m.wg.Wait()
+	return m.firstErr
+}
+
+func (m *Mux) recordErr(err error) {
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
+		errors.Is(err, net.ErrClosed) || m.isClosing() {
+		return
+	}
+	m.errOnce.Do(func() { m.firstErr = err })
+}
+
+func (m *Mux) isClosing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
+}
+
+// stopAccepting closes the shared listener and the connections still being
+// sniffed, and waits for the accept loop and sniffers to end. Connections
+// already handed over are left to their server.
+func (m *Mux) stopAccepting() {
+	m.mu.Lock()
+	m.closing = true
+	for c := range m.sniffing {
+		c.Close()
+	}
+	m.mu.Unlock()
+	m.root.Close()
+}
+
+func (m *Mux) acceptLoop() {
+	defer func() {
+		m.grpcConn.Close()
+		m.httpConn.Close()
+	}()
+	for {
+		c, err := m.root.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // a transient accept error; keep serving
+			}
+			m.recordErr(err)
+			return
+		}
+		if !m.track(c) {
+			c.Close()
+			return
+		}
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.dispatch(c) }()
+	}
+}
+
+// track registers c as being sniffed; false when the Mux is closing.
+func (m *Mux) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	m.sniffing[c] = struct{}{}
+	return true
+}
+
+func (m *Mux) untrack(c net.Conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sniffing, c)
+}
+
+// dispatch reads just enough of c to tell its protocol and hands it over,
+// with the bytes read put back in front.
+func (m *Mux) dispatch(c net.Conn) {
+	isGRPC, prefix, err := sniff(c)
+	m.untrack(c)
+	if err != nil {
+		c.Close()
+		return
+	}
+	target := m.httpConn
+	if isGRPC {
+		target = m.grpcConn
+	}
+	target.handoff(&prefixedConn{Conn: c, prefix: prefix})
+}
+
+// sniff reads from c until its bytes either equal the HTTP/2 preface or
+// diverge from it. It returns what it read.
+func sniff(c net.Conn) (isHTTP2 bool, read []byte, err error) {
+	if err := c.SetReadDeadline(time.Now().Add(sniffTimeout)); err != nil {
+		return false, nil, err
+	}
+	buf := make([]byte, len(http2Preface))
+	n := 0
+	for n < len(buf) {
+		k, err := c.Read(buf[n:])
+		n += k
+		if !bytes.HasPrefix([]byte(http2Preface), buf[:n]) {
+			break
+		}
+		if err != nil {
+			return false, nil, err
+		}
+	}
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		return false, nil, err
+	}
+	return n == len(http2Preface) && string(buf) == http2Preface, buf[:n], nil
+}
+
+// prefixedConn replays the sniffed bytes before reading on from the
+// connection.
+type prefixedConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (pc *prefixedConn) Read(p []byte) (int, error) {
+	if len(pc.prefix) > 0 {
+		n := copy(p, pc.prefix)
+		pc.prefix = pc.prefix[n:]
+		return n, nil
+	}
+	return pc.Conn.Read(p)
+}
+
+// handoffListener is a net.Listener fed with connections by the Mux.
+type handoffListener struct {
+	addr      net.Addr
+	conns     chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// handoff passes c to the server accepting on l, or closes c if l is closed.
+func (l *handoffListener) handoff(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }

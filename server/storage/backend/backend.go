@@ -1,0 +1,243 @@
+// Package backend owns the member's bbolt database: the single batched write
+// transaction, the shared read view that sees released writes before they are
+// committed, commits (with the PreCommit hook that stores the consistent
+// index atomically with the data), snapshots, hashing, sizes and online
+// defragmentation. It knows buckets and bytes only; what the keys and values
+// mean (revisions, leases, members, auth) belongs to the layers above.
+//
+// The backend never commits on its own. The member calls Commit when it has
+// applied a batch of entries, so what is on disk always matches the
+// consistent index written by PreCommit.
+//
+// Lock order, outermost first: the batch lock, then the read view's lock.
+// Commit, Snapshot, Hash and Defrag take the batch lock, so a caller that
+// holds BatchTx's lock must not call them.
+package backend
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+)
+
+// DefaultMmapSize is the initial mmap size, etcd's 10 GiB. bbolt must remap
+// to grow beyond it, and a remap waits for every open read transaction.
+const DefaultMmapSize int64 = 10 * 1024 * 1024 * 1024
+
+// Config configures Open.
+type Config struct {
+	// Path of the bbolt file; created (mode 0600) if missing.
+	Path string
+	// PreCommit, if set, runs under the batch lock just before each bbolt
+	// commit; the member writes its consistent index here.
+	PreCommit func(tx UnsafeWriter)
+	// MmapSize is bbolt's initial mmap size; 0 means DefaultMmapSize.
+	MmapSize int64
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+	// UnsafeNoFsync skips fsync on commit: a crash may lose or corrupt data.
+	UnsafeNoFsync bool
+}
+
+type backend struct {
+	cfg   Config
+	lg    *zap.Logger
+	bopts *bolt.Options
+
+	// db is replaced by Defrag; it is read only under batch.mu.
+	db    *bolt.DB
+	batch *batchTx
+	read  *readTx
+
+	size      atomic.Int64
+	sizeInUse atomic.Int64
+	closed    bool // under batch.mu
+
+	// defragCopied, if set, is called after each copied batch of Defrag;
+	// an error aborts the defrag. Tests use it to inject failures.
+	defragCopied func() error
+}
+
+// Open opens or creates the bbolt file at cfg.Path and makes sure every
+// bucket of AllBuckets exists. It writes nothing else.
+func Open(cfg Config) (Backend, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MmapSize <= 0 {
+		cfg.MmapSize = DefaultMmapSize
+	}
+	b := &backend{cfg: cfg, lg: cfg.Logger, bopts: boltOptions(cfg), read: newReadTx()}
+	b.batch = &batchTx{lg: cfg.Logger, read: b.read}
+	db, err := bolt.Open(cfg.Path, 0o600, b.bopts)
+	if err != nil {
+		return nil, fmt.Errorf("backend: open %s: %w", cfg.Path, err)
+	}
+	if err := createBuckets(db); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	b.db = db
+	if err := b.beginTxs(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func boltOptions(cfg Config) *bolt.Options {
+	return &bolt.Options{
+		InitialMmapSize: int(cfg.MmapSize),
+		// Like etcd: the freelist is rebuilt on open instead of written on
+		// every commit, and the hashmap freelist scales to large files.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         cfg.UnsafeNoFsync,
+		NoGrowSync:     cfg.UnsafeNoFsync,
+	}
+}
+
+// createBuckets creates the missing buckets of AllBuckets. A db that has
+// them all is not written to, not even a new bbolt meta page.
+func createBuckets(db *bolt.DB) error {
+	missing := false
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, name := range AllBuckets {
+			missing = missing || tx.Bucket(name) == nil
+		}
+		return nil
+	})
+	if !missing {
+		return nil
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range AllBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("backend: create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// beginTxs opens the batch and read transactions on b.db and refreshes the
+// sizes. The caller holds the batch and read locks, or is the only user of b.
+func (b *backend) beginTxs() error {
+	wtx, err := b.db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("backend: begin write tx: %w", err)
+	}
+	rtx, err := b.db.Begin(false)
+	if err != nil {
+		_ = wtx.Rollback()
+		return fmt.Errorf("backend: begin read tx: %w", err)
+	}
+	b.batch.tx = wtx
+	b.read.reopen(rtx)
+	b.refreshSizes(rtx)
+	return nil
+}
+
+// refreshSizes records the size of the file as of tx, and how much of it is
+// not on the freelist (etcd's "in use").
+func (b *backend) refreshSizes(tx *bolt.Tx) {
+	size := tx.Size()
+	free := int64(b.db.Stats().FreePageN) * int64(b.db.Info().PageSize)
+	b.size.Store(size)
+	b.sizeInUse.Store(size - free)
+}
+
+func (b *backend) ReadTx() ReadTx     { return b.read }
+func (b *backend) BatchTx() BatchTx   { return b.batch }
+func (b *backend) PendingWrites() int { return int(b.batch.pending.Load()) }
+func (b *backend) Size() int64        { return b.size.Load() }
+func (b *backend) SizeInUse() int64   { return b.sizeInUse.Load() }
+func (b *backend) Path() string       { return b.cfg.Path }
+
+func (b *backend) Commit() {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.commitLocked(true)
+}
+
+// commitLocked runs the PreCommit hook, commits the bbolt tx and, if reopen,
+// starts the next batch and read view. The caller holds the batch lock.
+func (b *backend) commitLocked(reopen bool) {
+	b.preCommit()
+	b.read.mu.Lock()
+	defer b.read.mu.Unlock()
+	b.commitTxs(reopen)
+}
+
+// preCommit runs the hook before the read lock is taken, so that a hook
+// that reads through ReadTx does not deadlock.
+func (b *backend) preCommit() {
+	if b.cfg.PreCommit != nil {
+		b.cfg.PreCommit(b.batch)
+	}
+}
+
+// commitTxs commits the batch's bbolt tx. The caller holds the batch and read
+// locks. Readers must wait during the commit: bbolt may have to remap the
+// file to grow it, which cannot happen while our long-lived read tx is open.
+func (b *backend) commitTxs(reopen bool) {
+	b.read.close()
+	if err := b.batch.tx.Commit(); err != nil {
+		b.lg.Fatal("failed to commit the backend", zap.String("path", b.cfg.Path), zap.Error(err))
+	}
+	b.batch.tx = nil
+	b.batch.discardHeld()
+	b.read.released.Store(&releasedWrites{})
+	if !reopen {
+		return
+	}
+	if err := b.beginTxs(); err != nil {
+		b.lg.Fatal("failed to begin backend transactions", zap.Error(err))
+	}
+}
+
+// Close commits the pending writes and closes the db. Closing twice is a
+// no-op.
+func (b *backend) Close() error {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.commitLocked(false)
+	b.closed = true
+	return b.db.Close()
+}
+
+// PutUint64 stores v at key of bucket as 8 bytes big endian, the encoding of
+// the meta bucket's consistent index and term.
+func PutUint64(tx UnsafeWriter, bucket, key []byte, v uint64) {
+	buf := make([]byte, 8)
+	binary.BigEndian.PutUint64(buf, v)
+	tx.UnsafePut(bucket, key, buf)
+}
+
+// ReadUint64 reads a value written by PutUint64; ok is false when the key is
+// missing or does not hold 8 bytes.
+func ReadUint64(tx UnsafeReader, bucket, key []byte) (v uint64, ok bool) {
+	_, vals := tx.UnsafeRange(bucket, key, nil, 0)
+	if len(vals) != 1 || len(vals[0]) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(vals[0]), true
+}
+
+// removeIfExists removes path, ignoring that it does not exist.
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

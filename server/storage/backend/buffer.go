@@ -1,0 +1,162 @@
+package backend
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+)
+
+// bufferedWrite is one put or delete that the batch has released but not yet
+// committed. A delete is kept as a tombstone so that it hides the committed
+// pair underneath it until the next commit.
+type bufferedWrite struct {
+	key     []byte
+	value   []byte
+	deleted bool
+}
+
+// run is a sorted slice of writes with distinct keys. It is never modified
+// once built, so readers use it without locks while the batch goes on.
+type run []bufferedWrite
+
+// bucketRuns are the released writes of one bucket, oldest run first. Each
+// run is less than half the size of the one before it, as in a binary
+// counter, so a bucket has O(log n) runs and each write is copied O(log n)
+// times: publishing never copies the whole buffer.
+type bucketRuns []run
+
+// releasedWrites maps bucket name to its runs. A published value is never
+// modified; Unlock publishes a new one.
+type releasedWrites map[string]bucketRuns
+
+// pendingWrite is a write made under the batch lock that readers must not see
+// before Unlock.
+type pendingWrite struct {
+	bucket []byte
+	write  bufferedWrite
+}
+
+// withWrites returns prev plus ws, sharing every run it does not change.
+func (prev releasedWrites) withWrites(ws []pendingWrite) releasedWrites {
+	byBucket := make(map[string][]bufferedWrite)
+	for _, w := range ws {
+		byBucket[string(w.bucket)] = append(byBucket[string(w.bucket)], w.write)
+	}
+	next := make(releasedWrites, len(prev)+len(byBucket))
+	for name, runs := range prev {
+		next[name] = runs
+	}
+	for name, writes := range byBucket {
+		next[name] = prev[name].add(newRun(writes))
+	}
+	return next
+}
+
+// newRun sorts writes by key, keeping the last write of each key.
+func newRun(writes []bufferedWrite) run {
+	sort.SliceStable(writes, func(i, j int) bool { return bytes.Compare(writes[i].key, writes[j].key) < 0 })
+	out := make(run, 0, len(writes))
+	for _, w := range writes {
+		if n := len(out); n > 0 && bytes.Equal(out[n-1].key, w.key) {
+			out[n-1] = w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// add returns runs with newest appended, merging runs from the newest end
+// while the newer is not smaller than half the older. runs is not modified.
+func (runs bucketRuns) add(newest run) bucketRuns {
+	next := make(bucketRuns, len(runs), len(runs)+1)
+	copy(next, runs)
+	for n := len(next); n > 0 && 2*len(newest) >= len(next[n-1]); n = len(next) {
+		newest = mergeRuns(next[n-1], newest)
+		next = next[:n-1]
+	}
+	return append(next, newest)
+}
+
+// mergeRuns merges two runs; on equal keys the newer write wins.
+func mergeRuns(older, newer run) run {
+	out := make(run, 0, len(older)+len(newer))
+	i, j := 0, 0
+	for i < len(older) && j < len(newer) {
+		switch c := bytes.Compare(older[i].key, newer[j].key); {
+		case c < 0:
+			out = append(out, older[i])
+			i++
+		case c > 0:
+			out = append(out, newer[j])
+			j++
+		default:
+			out = append(out, newer[j])
+			i++
+			j++
+		}
+	}
+	out = append(out, older[i:]...)
+	return append(out, newer[j:]...)
+}
+
+// lowerBound is the index of the first write with key >= key.
+func (r run) lowerBound(key []byte) int {
+	i, _ := slices.BinarySearchFunc(r, key, func(w bufferedWrite, k []byte) int { return bytes.Compare(w.key, k) })
+	return i
+}
+
+// get returns the newest write of key.
+func (runs bucketRuns) get(key []byte) (bufferedWrite, bool) {
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if j := r.lowerBound(key); j < len(r) && bytes.Equal(r[j].key, key) {
+			return r[j], true
+		}
+	}
+	return bufferedWrite{}, false
+}
+
+// runsIter yields the newest write of each key in [from, end) (end nil =
+// unbounded) across all runs, in key order.
+type runsIter struct {
+	runs bucketRuns
+	pos  []int
+	end  []byte
+}
+
+func newRunsIter(runs bucketRuns, from, end []byte) *runsIter {
+	it := &runsIter{runs: runs, pos: make([]int, len(runs)), end: end}
+	for i, r := range runs {
+		it.pos[i] = r.lowerBound(from)
+	}
+	return it
+}
+
+func (it *runsIter) next() (bufferedWrite, bool) {
+	best := -1
+	// Newest run first, and only a strictly smaller key replaces the best,
+	// so on equal keys the newest write is the one returned.
+	for i := len(it.runs) - 1; i >= 0; i-- {
+		if it.pos[i] >= len(it.runs[i]) {
+			continue
+		}
+		k := it.runs[i][it.pos[i]].key
+		if it.end != nil && bytes.Compare(k, it.end) >= 0 {
+			continue
+		}
+		if best < 0 || bytes.Compare(k, it.runs[best][it.pos[best]].key) < 0 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return bufferedWrite{}, false
+	}
+	w := it.runs[best][it.pos[best]]
+	for i, r := range it.runs {
+		if it.pos[i] < len(r) && bytes.Equal(r[it.pos[i]].key, w.key) {
+			it.pos[i]++
+		}
+	}
+	return w, true
+}

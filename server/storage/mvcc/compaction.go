@@ -1,0 +1,179 @@
+package mvcc
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/storage/backend"
+)
+
+// Compact makes rev the oldest readable revision. It records rev as the
+// scheduled compaction in the backend batch (durable with the member's next
+// commit) and returns a channel closed once a background goroutine has
+// compacted the index and removed the superseded revisions from the backend.
+// Call it outside any transaction: it waits until none is open.
+func (s *Store) Compact(rev int64) (<-chan struct{}, error) {
+	s.txnMu.Lock()
+	defer s.txnMu.Unlock()
+	return s.compactLocked(rev)
+}
+
+// compactLocked validates and schedules a compaction; the caller excludes
+// every transaction (txnMu held, or New before the store is shared).
+func (s *Store) compactLocked(rev int64) (<-chan struct{}, error) {
+	s.revMu.RLock()
+	compacted, current := s.compactMainRev, s.currentRev
+	s.revMu.RUnlock()
+	if rev <= compacted {
+		return nil, errs.ErrCompacted
+	}
+	if rev > current {
+		return nil, errs.ErrFutureRev
+	}
+
+	tx := s.b.BatchTx()
+	tx.Lock()
+	putRevMeta(tx, backend.MetaScheduledCompactRev, rev)
+	tx.Unlock()
+
+	s.revMu.Lock()
+	s.compactMainRev = rev
+	s.revMu.Unlock()
+	return s.compactor.enqueue(rev), nil
+}
+
+// compactor runs scheduled compactions one after the other, in order, on one
+// goroutine.
+type compactor struct {
+	s     *Store
+	mu    sync.Mutex
+	queue []compactionJob
+	wake  chan struct{} // capacity 1: a pending wake-up is enough
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+type compactionJob struct {
+	rev  int64
+	done chan struct{}
+}
+
+func newCompactor(s *Store) *compactor {
+	c := &compactor{
+		s:    s,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go c.run()
+	return c
+}
+
+func (c *compactor) enqueue(rev int64) <-chan struct{} {
+	job := compactionJob{rev: rev, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, job)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return job.done
+}
+
+func (c *compactor) next() (compactionJob, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return compactionJob{}, false
+	}
+	job := c.queue[0]
+	c.queue = c.queue[1:]
+	return job, true
+}
+
+func (c *compactor) run() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		}
+		for job, ok := c.next(); ok; job, ok = c.next() {
+			if !c.s.physicalCompact(job.rev, c.quit) {
+				return
+			}
+			close(job.done)
+		}
+	}
+}
+
+// stop interrupts the running compaction between two rounds and waits for
+// the goroutine to exit.
+func (c *compactor) stop() {
+	close(c.quit)
+	<-c.done
+}
+
+// physicalCompact compacts the index at rev, then deletes every revision up to
+// rev that the index no longer needs, a batch at a time, releasing the batch
+// lock in between so writers keep going. It finally records rev as the
+// finished compaction. It returns false if quit interrupted it.
+func (s *Store) physicalCompact(rev int64, quit <-chan struct{}) bool {
+	start := time.Now()
+	keep := s.index.Compact(rev)
+	from := RevToBytes(Revision{})
+	end := RevToBytes(Revision{Main: rev + 1})
+	deleted := 0
+	for {
+		n, next, finished := s.compactRound(rev, keep, from, end)
+		deleted += n
+		if finished {
+			s.lg.Info("finished scheduled compaction",
+				zap.Int64("compact-revision", rev),
+				zap.Int("deleted-revisions", deleted),
+				zap.Duration("took", time.Since(start)))
+			return true
+		}
+		from = next
+		timer := time.NewTimer(s.cfg.CompactionSleepInterval)
+		select {
+		case <-quit:
+			timer.Stop()
+			s.lg.Info("compaction interrupted", zap.Int64("compact-revision", rev))
+			return false
+		case <-timer.C:
+		}
+	}
+}
+
+// compactRound deletes, under one batch lock, the superseded revisions among
+// the next CompactionBatchLimit entries from `from`. It returns how many it
+// deleted, where the next round starts and whether this was the last round
+// (then it has also stored the finished compaction revision).
+func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, from, end []byte) (deleted int, next []byte, finished bool) {
+	limit := s.cfg.CompactionBatchLimit
+	tx := s.b.BatchTx()
+	tx.Lock()
+	defer tx.Unlock()
+	keys, _ := tx.UnsafeRange(backend.BucketKey, from, end, int64(limit))
+	for _, k := range keys {
+		if _, ok := keep[BytesToRev(k)]; !ok {
+			// The batch keeps the key by reference until the commit; do not
+			// hand it a slice of bbolt's page memory.
+			tx.UnsafeDelete(backend.BucketKey, bytes.Clone(k))
+			deleted++
+		}
+	}
+	if len(keys) < limit {
+		putRevMeta(tx, backend.MetaFinishedCompactRev, rev)
+		return deleted, nil, true
+	}
+	last := BytesToRev(keys[len(keys)-1])
+	return deleted, RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1}), false
+}

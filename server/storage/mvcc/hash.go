@@ -1,0 +1,90 @@
+package mvcc
+
+import (
+	"hash"
+	"hash/crc32"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/storage/backend"
+)
+
+// HashByRev hashes the key space as etcd's Maintenance.HashKV does, so
+// members of a mixed cairn/etcd cluster and tools can compare the results.
+// rev 0 means the current revision. It also returns the current revision.
+// The hash covers every key-bucket entry with a revision in (compacted, rev]
+// plus, among older ones, those a compaction at rev would keep.
+func (s *Store) HashByRev(rev int64) (KeyValueHash, int64, error) {
+	s.txnMu.RLock()
+	defer s.txnMu.RUnlock()
+	s.revMu.RLock()
+	compactRev, currentRev := s.compactMainRev, s.currentRev
+	s.revMu.RUnlock()
+
+	if rev > 0 && rev < compactRev {
+		return KeyValueHash{}, 0, errs.ErrCompacted
+	}
+	if rev > 0 && rev > currentRev {
+		return KeyValueHash{}, currentRev, errs.ErrFutureRev
+	}
+	if rev == 0 {
+		rev = currentRev
+	}
+	keep := s.index.Keep(rev)
+
+	tx := s.b.ReadTx()
+	tx.RLock()
+	defer tx.RUnlock()
+	h := newKVHasher(compactRev, rev, keep)
+	err := tx.UnsafeForEach(backend.BucketKey, func(k, v []byte) error {
+		h.write(k, v)
+		return nil
+	})
+	return h.sum(), currentRev, err
+}
+
+// kvHasher applies etcd's selection rule to key-bucket entries visited in key
+// (= revision) order and hashes the chosen keys and values.
+type kvHasher struct {
+	crc        hash.Hash32
+	compactRev int64
+	rev        int64
+	keep       map[Revision]struct{}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func newKVHasher(compactRev, rev int64, keep map[Revision]struct{}) *kvHasher {
+	h := &kvHasher{crc: crc32.New(castagnoli), compactRev: compactRev, rev: rev, keep: keep}
+	h.crc.Write(backend.BucketKey)
+	return h
+}
+
+func (h *kvHasher) write(k, v []byte) {
+	if h.selects(k) {
+		h.crc.Write(k)
+		h.crc.Write(v)
+	}
+}
+
+// selects is etcd's rule, quirks included (they are part of the value
+// compared across members).
+func (h *kvHasher) selects(k []byte) bool {
+	kr := BytesToRev(k)
+	if kr.Main > h.rev {
+		return false
+	}
+	// At or below the compaction only kept revisions count, unless nothing
+	// is kept at all, in which case etcd hashes whatever is still there.
+	if kr.Main <= h.compactRev && len(h.keep) > 0 {
+		if _, ok := h.keep[kr]; !ok {
+			return false
+		}
+	}
+	// etcd <= 3.5.15 removed a tombstone at exactly the compacted revision and
+	// newer versions keep it; skipping it makes both hash alike.
+	return !(kr.Main == h.compactRev && IsTombstone(k))
+}
+
+func (h *kvHasher) sum() KeyValueHash {
+	return KeyValueHash{Hash: h.crc.Sum32(), CompactRevision: h.compactRev, Revision: h.rev}
+}

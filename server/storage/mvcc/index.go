@@ -1,0 +1,215 @@
+package mvcc
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// treeIndex maps every key that still has readable revisions to its
+// keyIndex, in key order. It has its own lock so that readers only contend
+// with the writer for the duration of one index operation.
+type treeIndex struct {
+	mu   sync.RWMutex
+	tree *btree.BTreeG[*keyIndex]
+}
+
+func keyIndexLess(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+func newTreeIndex() *treeIndex {
+	return &treeIndex{tree: btree.NewG(32, keyIndexLess)}
+}
+
+// keyRange is a normalized range argument: end == nil selects the single key,
+// unbounded selects every key >= key.
+type keyRange struct {
+	key, end  []byte
+	unbounded bool
+}
+
+// newKeyRange applies etcd's range conventions: a nil end means the single
+// key; an end of "\x00" (or a non-nil empty end) means no upper bound.
+func newKeyRange(key, end []byte) keyRange {
+	if end != nil && (len(end) == 0 || (len(end) == 1 && end[0] == 0)) {
+		return keyRange{key: key, unbounded: true}
+	}
+	return keyRange{key: key, end: end}
+}
+
+func (r keyRange) single() bool { return r.end == nil && !r.unbounded }
+
+// visit calls f for each keyIndex in r, in key order, until f returns false.
+// The caller holds mu.
+func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
+	if r.single() {
+		if ki, ok := ti.tree.Get(&keyIndex{key: r.key}); ok {
+			f(ki)
+		}
+		return
+	}
+	ti.tree.AscendGreaterOrEqual(&keyIndex{key: r.key}, func(ki *keyIndex) bool {
+		if !r.unbounded && bytes.Compare(ki.key, r.end) >= 0 {
+			return false
+		}
+		return f(ki)
+	})
+}
+
+// Get returns the revision of key visible at atRev, its creation revision and
+// its version then.
+func (ti *treeIndex) Get(key []byte, atRev int64) (modified, created Revision, ver int64, err error) {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	if !ok {
+		return Revision{}, Revision{}, 0, errRevisionNotFound
+	}
+	return ki.get(atRev)
+}
+
+// Revisions returns the revisions of the keys in [key, end) that are live at
+// atRev, at most limit of them (all if limit <= 0), and how many there are in
+// total.
+func (ti *treeIndex) Revisions(key, end []byte, atRev int64, limit int) (revs []Revision, total int) {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	ti.visit(newKeyRange(key, end), func(ki *keyIndex) bool {
+		if rev, _, _, err := ki.get(atRev); err == nil {
+			if limit <= 0 || len(revs) < limit {
+				revs = append(revs, rev)
+			}
+			total++
+		}
+		return true
+	})
+	return revs, total
+}
+
+// CountRevisions returns how many keys in [key, end) are live at atRev.
+func (ti *treeIndex) CountRevisions(key, end []byte, atRev int64) int {
+	_, total := ti.Revisions(key, end, atRev, 1)
+	return total
+}
+
+// Range returns the keys in [key, end) live at atRev and their revisions.
+func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []Revision) {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	ti.visit(newKeyRange(key, end), func(ki *keyIndex) bool {
+		if rev, _, _, err := ki.get(atRev); err == nil {
+			keys = append(keys, ki.key)
+			revs = append(revs, rev)
+		}
+		return true
+	})
+	return keys, revs
+}
+
+// Put records a change of key at rev. The key is copied when it is new to the
+// index, so callers may reuse their buffers.
+func (ti *treeIndex) Put(key []byte, rev Revision) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	if !ok {
+		ki = newKeyIndex(bytes.Clone(key))
+		ti.tree.ReplaceOrInsert(ki)
+	}
+	ki.put(rev)
+}
+
+// Tombstone records the deletion of key at rev; errRevisionNotFound if the
+// key is not live.
+func (ti *treeIndex) Tombstone(key []byte, rev Revision) error {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	if !ok {
+		return errRevisionNotFound
+	}
+	return ki.tombstone(rev)
+}
+
+// Compact drops every revision no read at rev or later can see, removes keys
+// with nothing left, and returns the revisions at or before rev that must
+// stay in the backend. It locks key by key on a clone of the tree, so
+// concurrent reads and writes only wait for one key at a time.
+func (ti *treeIndex) Compact(rev int64) map[Revision]struct{} {
+	keep := make(map[Revision]struct{})
+	ti.mu.Lock()
+	clone := ti.tree.Clone()
+	ti.mu.Unlock()
+
+	clone.Ascend(func(ki *keyIndex) bool {
+		ti.mu.Lock()
+		// A key the clone still holds may have been re-created or changed
+		// since; the keyIndex pointer is shared, so compacting it is right.
+		if !ki.isEmpty() {
+			ki.compact(rev, keep)
+		}
+		if ki.isEmpty() {
+			ti.tree.Delete(ki)
+		}
+		ti.mu.Unlock()
+		return true
+	})
+	return keep
+}
+
+// Keep returns the revisions at or before rev that a compaction at rev would
+// keep, leaving out a tombstone exactly at rev (see keyIndex.keep).
+func (ti *treeIndex) Keep(rev int64) map[Revision]struct{} {
+	keep := make(map[Revision]struct{})
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	ti.tree.Ascend(func(ki *keyIndex) bool {
+		ki.keep(rev, keep)
+		return true
+	})
+	return keep
+}
+
+// restoreRecord replays one key-bucket entry, in revision order, while New
+// rebuilds the index. created and ver come from the stored KeyValue and seed
+// keys whose earlier revisions were compacted away.
+func (ti *treeIndex) restoreRecord(key []byte, rev Revision, tombstone bool, created, ver int64) error {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	switch {
+	case ok && tombstone:
+		return ki.tombstone(rev)
+	case ok:
+		ki.put(rev)
+	case tombstone:
+		ki = newKeyIndex(bytes.Clone(key))
+		ki.restoreTombstone(rev)
+		ti.tree.ReplaceOrInsert(ki)
+	default:
+		ki = newKeyIndex(bytes.Clone(key))
+		ki.restore(Revision{Main: created}, rev, ver)
+		ti.tree.ReplaceOrInsert(ki)
+	}
+	return nil
+}
+
+// Since returns, per key in [key, end), the revisions with Main >= rev; for
+// watchers catching up from the backend.
+func (ti *treeIndex) Since(key, end []byte, rev int64) []Revision {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	var revs []Revision
+	ti.visit(newKeyRange(key, end), func(ki *keyIndex) bool {
+		revs = append(revs, ki.since(rev)...)
+		return true
+	})
+	return revs
+}
+
+// Len is the number of keys in the index, deleted ones not yet compacted included.
+func (ti *treeIndex) Len() int {
+	ti.mu.RLock()
+	defer ti.mu.RUnlock()
+	return ti.tree.Len()
+}

@@ -1,0 +1,204 @@
+package mvcc
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// errRevisionNotFound: the key has no live revision at the asked revision.
+var errRevisionNotFound = errors.New("mvcc: revision not found")
+
+// generation is one life of a key, from the put that created it up to and
+// including the tombstone that ended it. Only the newest generation of a key
+// has no tombstone; it is empty while the key is deleted.
+type generation struct {
+	created Revision   // the revision that created the key in this generation
+	ver     int64      // the key's version at revs[len(revs)-1]
+	revs    []Revision // ascending; compaction drops old ones from the front
+}
+
+func (g *generation) isEmpty() bool { return len(g.revs) == 0 }
+
+// lastAtOrBefore returns the index of the newest revision with Main <= atRev,
+// or -1 if every revision of g is newer.
+func (g *generation) lastAtOrBefore(atRev int64) int {
+	return sort.Search(len(g.revs), func(i int) bool { return g.revs[i].Main > atRev }) - 1
+}
+
+// tombstone returns the revision that ended g; only valid for a generation
+// that is not the newest.
+func (g *generation) tombstone() Revision { return g.revs[len(g.revs)-1] }
+
+// keyIndex holds every revision of one key that is still readable, grouped
+// into generations, oldest first. For example put@2, put@3, delete@4, put@6
+// gives generations {2,3,4t} {6}.
+type keyIndex struct {
+	key         []byte
+	modified    Revision // the newest revision of the key, tombstones included
+	generations []generation
+}
+
+func newKeyIndex(key []byte) *keyIndex {
+	return &keyIndex{key: key, generations: []generation{{}}}
+}
+
+// isEmpty reports whether nothing of the key remains: compaction removes such
+// a keyIndex from the tree.
+func (ki *keyIndex) isEmpty() bool {
+	return len(ki.generations) == 1 && ki.generations[0].isEmpty()
+}
+
+func (ki *keyIndex) current() *generation { return &ki.generations[len(ki.generations)-1] }
+
+// put records a change of the key at rev, creating the key if it is deleted.
+// Revisions only grow: a smaller one means the store's bookkeeping is broken.
+func (ki *keyIndex) put(rev Revision) {
+	if !rev.GreaterThan(ki.modified) {
+		panic(fmt.Sprintf("mvcc: put of key %q at revision %v not after %v", ki.key, rev, ki.modified))
+	}
+	g := ki.current()
+	if g.isEmpty() {
+		g.created = rev
+	}
+	g.revs = append(g.revs, rev)
+	g.ver++
+	ki.modified = rev
+}
+
+// tombstone ends the current generation with a deletion at rev and opens an
+// empty one. It fails if the key is already deleted.
+func (ki *keyIndex) tombstone(rev Revision) error {
+	if ki.current().isEmpty() {
+		return errRevisionNotFound
+	}
+	ki.put(rev)
+	ki.generations = append(ki.generations, generation{})
+	return nil
+}
+
+// restore seeds an empty keyIndex with the newest surviving revision of a
+// compacted key, whose older revisions are gone from the backend.
+func (ki *keyIndex) restore(created, modified Revision, ver int64) {
+	ki.generations = []generation{{created: created, ver: ver, revs: []Revision{modified}}}
+	ki.modified = modified
+}
+
+// restoreTombstone seeds an empty keyIndex whose only surviving revision is a
+// tombstone (kept because a compaction happened exactly at it). The creation
+// revision is unknown then, as in etcd.
+func (ki *keyIndex) restoreTombstone(rev Revision) {
+	ki.restore(Revision{}, rev, 1)
+	ki.generations = append(ki.generations, generation{})
+}
+
+// get returns the revision of the key visible at atRev, the revision that
+// created it and its version then.
+func (ki *keyIndex) get(atRev int64) (modified, created Revision, ver int64, err error) {
+	g := ki.findGeneration(atRev)
+	if g == nil {
+		return Revision{}, Revision{}, 0, errRevisionNotFound
+	}
+	n := g.lastAtOrBefore(atRev)
+	if n < 0 {
+		return Revision{}, Revision{}, 0, errRevisionNotFound
+	}
+	// ver counts the newest revision; step back one version per newer revision.
+	return g.revs[n], g.created, g.ver - int64(len(g.revs)-1-n), nil
+}
+
+// findGeneration returns the generation alive at atRev, or nil if the key did
+// not exist then (before its creation or between a tombstone and a re-create).
+func (ki *keyIndex) findGeneration(atRev int64) *generation {
+	newest := len(ki.generations) - 1
+	for i := newest; i >= 0; i-- {
+		g := &ki.generations[i]
+		if g.isEmpty() {
+			continue
+		}
+		if i != newest && g.tombstone().Main <= atRev {
+			return nil // deleted at or before atRev and not re-created by then
+		}
+		if g.revs[0].Main <= atRev {
+			return g
+		}
+	}
+	return nil
+}
+
+// firstKeptGeneration returns the first generation a compaction at atRev
+// keeps: the first one still alive at atRev (its tombstone is at or after
+// atRev), or else the newest one.
+func (ki *keyIndex) firstKeptGeneration(atRev int64) int {
+	gi := 0
+	for gi < len(ki.generations)-1 && ki.generations[gi].tombstone().Main < atRev {
+		gi++
+	}
+	return gi
+}
+
+// visitCompactionPoints calls f, from generation `first` on, for every
+// generation with revisions at or before atRev, with the position of the
+// newest of them: the revision a compaction at atRev keeps. Normally that is
+// one generation; a transaction that deletes and re-creates the key at
+// exactly atRev leaves a revision at atRev in the next generation too.
+func (ki *keyIndex) visitCompactionPoints(first int, atRev int64, f func(gi, n int)) {
+	for gi := first; gi < len(ki.generations); gi++ {
+		g := &ki.generations[gi]
+		n := g.lastAtOrBefore(atRev)
+		if n < 0 {
+			return
+		}
+		f(gi, n)
+	}
+}
+
+// compact drops every revision that no read at atRev or later can see and
+// adds the revisions it keeps at or before atRev to keep. A tombstone exactly
+// at atRev is kept (as etcd > 3.5.15 does) so that watchers resuming from
+// atRev still see the deletion.
+func (ki *keyIndex) compact(atRev int64, keep map[Revision]struct{}) {
+	first := ki.firstKeptGeneration(atRev)
+	ki.visitCompactionPoints(first, atRev, func(gi, n int) {
+		g := &ki.generations[gi]
+		keep[g.revs[n]] = struct{}{}
+		g.revs = g.revs[n:]
+	})
+	ki.generations = ki.generations[first:]
+}
+
+// keep adds to available the revisions a compaction at atRev would keep, but
+// without a tombstone exactly at atRev: older etcd versions deleted it and
+// HashKV must agree across versions.
+func (ki *keyIndex) keep(atRev int64, available map[Revision]struct{}) {
+	if ki.isEmpty() {
+		return
+	}
+	newest := len(ki.generations) - 1
+	ki.visitCompactionPoints(ki.firstKeptGeneration(atRev), atRev, func(gi, n int) {
+		g := &ki.generations[gi]
+		if gi != newest && n == len(g.revs)-1 {
+			return // the generation's tombstone, at exactly atRev
+		}
+		available[g.revs[n]] = struct{}{}
+	})
+}
+
+// since returns the key's revisions with Main >= rev, at most one per main
+// revision (the highest sub), for watchers catching up.
+func (ki *keyIndex) since(rev int64) []Revision {
+	var revs []Revision
+	for gi := range ki.generations {
+		for _, r := range ki.generations[gi].revs {
+			if r.Main < rev {
+				continue
+			}
+			if n := len(revs); n > 0 && revs[n-1].Main == r.Main {
+				revs[n-1] = r
+				continue
+			}
+			revs = append(revs, r)
+		}
+	}
+	return revs
+}

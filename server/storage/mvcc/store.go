@@ -1,0 +1,236 @@
+package mvcc
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/cairnkv/cairn/server/storage/backend"
+)
+
+const (
+	// defaultCompactionBatchLimit is etcd's: how many key-bucket entries one
+	// compaction round examines while holding the batch lock.
+	defaultCompactionBatchLimit = 1000
+	// defaultCompactionSleepInterval is etcd's pause between rounds.
+	defaultCompactionSleepInterval = 10 * time.Millisecond
+	// restoreChunk is how many key-bucket entries New reads per lock round.
+	restoreChunk = 10000
+)
+
+// StoreConfig tunes a Store.
+type StoreConfig struct {
+	// CompactionBatchLimit is how many key-bucket entries one compaction
+	// round examines under the batch lock; 0 means etcd's 1000.
+	CompactionBatchLimit int
+	// CompactionSleepInterval is the pause between compaction rounds, during
+	// which writers get the batch lock; 0 means etcd's 10ms.
+	CompactionSleepInterval time.Duration
+}
+
+// Store is the multi-version key-value store of one member. It implements KV.
+type Store struct {
+	lg    *zap.Logger
+	cfg   StoreConfig
+	b     backend.Backend
+	index *treeIndex
+
+	// txnMu is held shared by every open transaction and exclusively by
+	// Compact, so no transaction sees the compacted revision move.
+	txnMu sync.RWMutex
+
+	// revMu guards currentRev and compactMainRev. The writer bumps
+	// currentRev while still holding the batch lock, so a reader that sees
+	// the new revision also sees its writes in the backend.
+	revMu          sync.RWMutex
+	currentRev     int64 // revision of the last transaction that changed something; 1 when empty
+	compactMainRev int64 // revision of the last scheduled compaction; -1 if none
+
+	compactor *compactor
+	closeOnce sync.Once
+}
+
+var _ KV = (*Store)(nil)
+
+// New opens the store on b: it rebuilds the key index from the key bucket,
+// restores the current and compacted revisions and resumes a compaction that
+// was scheduled but not finished. lg may be nil. It panics if the key bucket
+// cannot be decoded, as etcd does: the member cannot serve from such a db.
+func New(lg *zap.Logger, b backend.Backend, cfg StoreConfig) *Store {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	if cfg.CompactionBatchLimit <= 0 {
+		cfg.CompactionBatchLimit = defaultCompactionBatchLimit
+	}
+	if cfg.CompactionSleepInterval <= 0 {
+		cfg.CompactionSleepInterval = defaultCompactionSleepInterval
+	}
+	s := &Store{
+		lg:             lg,
+		cfg:            cfg,
+		b:              b,
+		index:          newTreeIndex(),
+		currentRev:     1,
+		compactMainRev: -1,
+	}
+	s.compactor = newCompactor(s)
+	if err := s.restore(); err != nil {
+		lg.Panic("failed to restore the mvcc store from the backend", zap.Error(err))
+	}
+	return s
+}
+
+// Rev returns the current revision.
+func (s *Store) Rev() int64 {
+	s.revMu.RLock()
+	defer s.revMu.RUnlock()
+	return s.currentRev
+}
+
+// FirstRev returns the compacted revision, 0 if the store was never compacted.
+func (s *Store) FirstRev() int64 {
+	s.revMu.RLock()
+	defer s.revMu.RUnlock()
+	return max(s.compactMainRev, 0)
+}
+
+// Close stops the background compaction between two of its rounds and waits
+// for it. The done channel of an interrupted compaction is never closed (the
+// removal did not finish); New resumes it on the next start. The caller must
+// not hold a transaction.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.compactor.stop)
+	return nil
+}
+
+// restore rebuilds the in-memory state from the backend; New calls it before
+// the store is shared, so it needs no transaction lock.
+func (s *Store) restore() error {
+	tx := s.b.ReadTx()
+	tx.RLock()
+	finished, finishedFound := readRevMeta(tx, backend.MetaFinishedCompactRev)
+	scheduled, _ := readRevMeta(tx, backend.MetaScheduledCompactRev)
+	tx.RUnlock()
+
+	if finishedFound {
+		s.compactMainRev = finished
+	}
+	lastRev, err := s.restoreIndex()
+	if err != nil {
+		return err
+	}
+	// The newest revisions may all have been compacted away (deleted keys),
+	// and a crash may have lost the finished mark after the scheduled one:
+	// never go back behind a compaction.
+	s.currentRev = max(lastRev, s.compactMainRev, scheduled, 1)
+	s.lg.Info("restored mvcc store",
+		zap.Int64("current-revision", s.currentRev),
+		zap.Int64("compact-revision", s.compactMainRev),
+		zap.Int("keys", s.index.Len()))
+
+	if scheduled > 0 && scheduled > s.compactMainRev {
+		s.lg.Info("resuming scheduled compaction", zap.Int64("scheduled-compact-revision", scheduled))
+		if _, err := s.compactLocked(scheduled); err != nil {
+			s.lg.Warn("failed to resume compaction", zap.Int64("revision", scheduled), zap.Error(err))
+		}
+	}
+	return nil
+}
+
+// restoreIndex replays the key bucket in revision order, a chunk per read
+// lock, and returns the newest revision found (0 if none).
+func (s *Store) restoreIndex() (lastRev int64, err error) {
+	from := RevToBytes(Revision{Main: 1})
+	to := RevToBytes(Revision{Main: math.MaxInt64, Sub: math.MaxInt64})
+	tx := s.b.ReadTx()
+	for {
+		tx.RLock()
+		keys, vals := tx.UnsafeRange(backend.BucketKey, from, to, restoreChunk)
+		for i := range keys {
+			if err = s.restoreEntry(keys[i], vals[i]); err != nil {
+				break
+			}
+		}
+		if len(keys) > 0 && err == nil {
+			last := BytesToRev(keys[len(keys)-1])
+			lastRev = last.Main
+			from = RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1})
+		}
+		tx.RUnlock()
+		if err != nil || len(keys) < restoreChunk {
+			return lastRev, err
+		}
+	}
+}
+
+// restoreEntry adds one key-bucket entry to the index.
+func (s *Store) restoreEntry(revBytes, value []byte) error {
+	if !validRevBytes(revBytes) {
+		return fmt.Errorf("mvcc: malformed revision key %x in the key bucket", revBytes)
+	}
+	key, created, ver, err := decodeIndexFields(value)
+	if err != nil {
+		return fmt.Errorf("mvcc: decoding the value at revision %v: %w", BytesToRev(revBytes), err)
+	}
+	rev := BytesToRev(revBytes)
+	if err := s.index.restoreRecord(key, rev, IsTombstone(revBytes), created, ver); err != nil {
+		// A tombstone of a key that is already deleted: harmless, as in etcd.
+		s.lg.Warn("ignoring tombstone of a deleted key", zap.ByteString("key", key), zap.Stringer("revision", rev))
+	}
+	return nil
+}
+
+// decodeIndexFields reads only the fields of a marshalled mvccpb.KeyValue
+// that the index needs, so restoring does not copy every value.
+func decodeIndexFields(b []byte) (key []byte, created, ver int64, err error) {
+	const (
+		fieldKey            = 1
+		fieldCreateRevision = 2
+		fieldVersion        = 4
+	)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == fieldKey && typ == protowire.BytesType:
+			key, n = protowire.ConsumeBytes(b)
+		case num == fieldCreateRevision && typ == protowire.VarintType:
+			var v uint64
+			v, n = protowire.ConsumeVarint(b)
+			created = int64(v)
+		case num == fieldVersion && typ == protowire.VarintType:
+			var v uint64
+			v, n = protowire.ConsumeVarint(b)
+			ver = int64(v)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return nil, 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return key, created, ver, nil
+}
+
+// readRevMeta reads a revision stored in the meta bucket.
+func readRevMeta(tx backend.UnsafeReader, name []byte) (main int64, found bool) {
+	_, vals := tx.UnsafeRange(backend.BucketMeta, name, nil, 0)
+	if len(vals) == 0 || len(vals[0]) < revBytesLen {
+		return 0, false
+	}
+	return BytesToRev(vals[0]).Main, true
+}
+
+// putRevMeta stores main as revision bytes in the meta bucket, as etcd does.
+func putRevMeta(tx backend.UnsafeWriter, name []byte, main int64) {
+	tx.UnsafePut(backend.BucketMeta, name, RevToBytes(Revision{Main: main}))
+}

@@ -1,0 +1,100 @@
+// Package v3rpc owns etcd's client gRPC surface: the KV and Maintenance
+// services (and the standard health service) on top of a member.
+//
+// Handlers are thin. They validate a request with etcd's errors before it
+// reaches the member, call the member through the Server interface, make
+// sure every response carries a header, and map the member's sentinel
+// errors (server/errs) to etcd's gRPC statuses (rpctypes). This package never
+// decides anything about the data itself: that is the member's job.
+package v3rpc
+
+import (
+	"context"
+	"math"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/cairnkv/cairn/server/storage/backend"
+)
+
+// Server is what the gRPC layer needs from a member (server/etcdserver
+// implements it). Errors are server/errs sentinels, gRPC statuses or context
+// errors; the layer maps them to etcd's gRPC statuses.
+type Server interface {
+	Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
+	Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error)
+	DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
+	Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error)
+	Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error)
+	Status(ctx context.Context) (*pb.StatusResponse, error)
+	Hash(ctx context.Context) (*pb.HashResponse, error)
+	HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error)
+	Defragment(ctx context.Context) error
+	Snapshot(ctx context.Context) (backend.Snapshot, error)
+	Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error)
+	MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error)
+	// Header returns cluster id, member id, current revision and raft term,
+	// for responses the layer builds itself.
+	Header() *pb.ResponseHeader
+}
+
+// Config tunes the gRPC server.
+type Config struct {
+	// MaxRequestBytes is etcd's --max-request-bytes (0 means etcd's default,
+	// 1.5 MiB); the gRPC receive limit adds grpcOverheadBytes to it.
+	MaxRequestBytes uint
+	// MaxTxnOps is etcd's --max-txn-ops (0 means etcd's default, 128).
+	MaxTxnOps uint
+	// MaxConcurrentStreams per HTTP/2 connection (0 means gRPC's default).
+	MaxConcurrentStreams uint32
+	// Logger may be nil.
+	Logger *zap.Logger
+}
+
+// grpcOverheadBytes is the room etcd leaves on top of --max-request-bytes for
+// the gRPC envelope, so a request of exactly the limit still arrives and is
+// rejected (or accepted) by the member with etcd's own error.
+const grpcOverheadBytes = 512 * 1024
+
+// etcd's defaults, used for zero Config fields.
+const (
+	DefaultMaxRequestBytes = 1536 * 1024
+	DefaultMaxTxnOps       = 128
+)
+
+// NewServer returns a gRPC server with etcd's KV and Maintenance services and
+// the "grpc.health.v1" health service (reporting SERVING) registered. The
+// caller serves it (see server/httpapi.Serve) and stops it.
+func NewServer(s Server, cfg Config) *grpc.Server {
+	lg := cfg.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxTxnOps == 0 {
+		cfg.MaxTxnOps = DefaultMaxTxnOps
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, math.MaxInt32-grpcOverheadBytes)) + grpcOverheadBytes),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
+		grpc.ChainStreamInterceptor(streamErrorInterceptor),
+	}
+	if cfg.MaxConcurrentStreams > 0 {
+		opts = append(opts, grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams))
+	}
+	gs := grpc.NewServer(opts...)
+	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
+	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg))
+
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	return gs
+}

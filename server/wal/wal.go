@@ -1,0 +1,507 @@
+// Package wal owns the write-ahead log: the raft entries, HardStates and
+// snapshot markers a member persists before it acknowledges anything, in
+// etcd v3.7's on-disk format, so that a data directory moves freely between
+// etcd and cairn.
+//
+// A WAL directory holds segments named "%016x-%016x.wal" (sequence number,
+// first raft index). A segment is a sequence of frames: an 8-byte
+// little-endian length word, a walpb.Record, and zero padding to 8-byte
+// alignment. Each record's Crc is the CRC-32C (Castagnoli) rolling over the
+// Data of every record since the WAL was created. A segment starts with a
+// crc record carrying the CRC so far and a metadata record; the first
+// segment then holds an empty snapshot record, later ones the HardState
+// current when they were cut.
+//
+// Lifecycle: Create a new log, or Open one at a snapshot and ReadAll it
+// (which is required before appending); then Save and SaveSnapshot; Close.
+// The WAL never interprets entries: replay order, overwrites of entries with
+// the same index and the CRC chain are its whole business.
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cairnkv/cairn/pkg/fileutil"
+	"github.com/cairnkv/cairn/server/wal/walpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// Record types, as numbered by etcd.
+const (
+	metadataType int64 = iota + 1
+	entryType
+	stateType
+	crcType
+	snapshotType
+)
+
+// warnSyncDuration is how long an fdatasync may take before it is logged.
+const warnSyncDuration = time.Second
+
+// SegmentSizeBytes is the size at which a segment is cut and the size new
+// segments are preallocated to. Tests may lower it.
+var SegmentSizeBytes int64 = 64 * 1000 * 1000
+
+var (
+	// ErrMetadataConflict: two segments carry different metadata.
+	ErrMetadataConflict = errors.New("wal: conflicting metadata found")
+	// ErrFileNotFound: the directory has no segment, or none covering the
+	// requested snapshot index.
+	ErrFileNotFound = errors.New("wal: file not found")
+	// ErrCRCMismatch: a record's checksum does not match the data before it.
+	ErrCRCMismatch = errors.New("wal: crc mismatch")
+	// ErrSnapshotMismatch: the log has a snapshot at the requested index but
+	// with another term.
+	ErrSnapshotMismatch = errors.New("wal: snapshot mismatch")
+	// ErrSnapshotNotFound: the log holds no snapshot record matching the one
+	// given to Open.
+	ErrSnapshotNotFound = errors.New("wal: snapshot not found")
+	// ErrSliceOutOfRange: an entry's index leaves a gap after the entries read so far.
+	ErrSliceOutOfRange = errors.New("wal: slice bounds out of range")
+	// ErrDecoderNotFound: ReadAll was called twice, or on a WAL from Create.
+	ErrDecoderNotFound = errors.New("wal: decoder not found")
+	// ErrNotWritable: Save before ReadAll, or on a WAL from OpenForRead.
+	ErrNotWritable = errors.New("wal: not open for appending")
+	// ErrUnexpectedEOF is wrapped by the error for a torn last frame. ReadAll
+	// and Verify treat such a frame as the end of the log, so callers only
+	// meet it from tools that decode segments themselves.
+	ErrUnexpectedEOF = io.ErrUnexpectedEOF
+)
+
+// segment is one locked segment file of a WAL open for appending.
+type segment struct {
+	file       *fileutil.LockedFile
+	seq, index uint64
+}
+
+// WAL is a write-ahead log open either for reading then appending (Create,
+// Open) or for reading only (OpenForRead). It is safe for concurrent use.
+type WAL struct {
+	lg  *zap.Logger
+	dir string
+
+	mu       sync.Mutex
+	metadata []byte
+	state    *raftpb.HardState // last HardState written
+	enti     uint64            // index of the last entry written
+
+	// Reading: set by Open until ReadAll finishes.
+	start        walpb.Snapshot
+	decoder      *decoder
+	closeReaders func()
+
+	// Appending.
+	dirFile  *os.File   // the WAL directory, fsynced after renames
+	segments []*segment // locked segments, oldest first; the last is the tail
+	encoder  *encoder
+	fp       *filePipeline
+}
+
+// Create makes a new WAL in dir, which must not exist or be empty, and
+// returns it ready for appending. The segment is built in dir+".tmp" and
+// renamed, so a crash never leaves a half-initialised log behind.
+func Create(lg *zap.Logger, dir string, metadata []byte) (*WAL, error) {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	if err := checkCreatable(dir); err != nil {
+		return nil, err
+	}
+	tmpdir := filepath.Clean(dir) + ".tmp"
+	if err := os.RemoveAll(tmpdir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpdir)
+	if err := fileutil.CreateDirAll(tmpdir); err != nil {
+		return nil, err
+	}
+	w, err := createFirstSegment(lg, dir, tmpdir, metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.moveInto(tmpdir, dir); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func checkCreatable(dir string) error {
+	names, err := fileutil.ReadDirNames(dir, "")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(names) != 0 {
+		return fmt.Errorf("wal: cannot create in %s: %w (directory not empty)", dir, os.ErrExist)
+	}
+	return nil
+}
+
+// createFirstSegment writes crc(0), metadata and the empty snapshot record
+// into a preallocated first segment in tmpdir.
+func createFirstSegment(lg *zap.Logger, dir, tmpdir string, metadata []byte) (*WAL, error) {
+	path := filepath.Join(tmpdir, walName(0, 0))
+	f, err := fileutil.LockFile(path, os.O_WRONLY|os.O_CREATE, fileutil.PrivateFileMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := fileutil.Preallocate(f.File, SegmentSizeBytes, true); err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &WAL{lg: lg, dir: dir, metadata: metadata, state: &raftpb.HardState{}}
+	w.segments = []*segment{{file: f}}
+	w.encoder = newEncoder(f.File, 0, 0)
+	if err := w.writeSegmentHeader(0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := w.SaveSnapshot(walpb.Snapshot{}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// moveInto renames the finished tmpdir to dir and makes the rename durable.
+func (w *WAL) moveInto(tmpdir, dir string) error {
+	if err := os.RemoveAll(dir); err != nil { // empty, checked by Create
+		return err
+	}
+	if err := os.Rename(tmpdir, dir); err != nil {
+		return err
+	}
+	df, err := fileutil.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	w.dirFile = df
+	w.fp = newFilePipeline(w.lg, dir, SegmentSizeBytes)
+	return fileutil.FsyncDir(filepath.Dir(dir))
+}
+
+// Open opens the WAL in dir for replay from snap, locking the segments from
+// the one holding snap.Index on. After ReadAll the WAL appends to its last
+// segment.
+func Open(lg *zap.Logger, dir string, snap walpb.Snapshot) (*WAL, error) {
+	return openAtIndex(lg, dir, snap, true)
+}
+
+// OpenForRead opens the WAL in dir for replay from snap without locking it,
+// so it can be read while another process appends. It cannot append.
+func OpenForRead(lg *zap.Logger, dir string, snap walpb.Snapshot) (*WAL, error) {
+	return openAtIndex(lg, dir, snap, false)
+}
+
+func openAtIndex(lg *zap.Logger, dir string, snap walpb.Snapshot, write bool) (*WAL, error) {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	names, from, err := selectWALFiles(lg, dir, snap.Index)
+	if err != nil {
+		return nil, err
+	}
+	w := &WAL{lg: lg, dir: dir, start: snap, state: &raftpb.HardState{}}
+	if write {
+		err = w.openForAppend(names[from:])
+	} else {
+		err = w.openReadOnly(names[from:])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// openForAppend locks and opens names read-write; the same descriptors
+// serve the replay and the appends, so the locks are never dropped.
+func (w *WAL) openForAppend(names []string) error {
+	var readers []segmentReader
+	for _, name := range names {
+		path := filepath.Join(w.dir, name)
+		f, err := fileutil.TryLockFile(path, os.O_RDWR, fileutil.PrivateFileMode)
+		if err != nil {
+			w.closeSegments()
+			return fmt.Errorf("wal: cannot lock %s: %w", path, err)
+		}
+		seq, index, _ := parseWALName(name)
+		w.segments = append(w.segments, &segment{file: f, seq: seq, index: index})
+		r, err := newSegmentReader(f.File, path)
+		if err != nil {
+			w.closeSegments()
+			return err
+		}
+		readers = append(readers, r)
+	}
+	df, err := fileutil.OpenDir(w.dir)
+	if err != nil {
+		w.closeSegments()
+		return err
+	}
+	w.dirFile = df
+	w.decoder = newDecoder(readers...)
+	w.fp = newFilePipeline(w.lg, w.dir, SegmentSizeBytes)
+	return nil
+}
+
+func (w *WAL) openReadOnly(names []string) error {
+	readers, closeAll, err := openReaders(w.dir, names)
+	if err != nil {
+		return err
+	}
+	w.decoder = newDecoder(readers...)
+	w.closeReaders = closeAll
+	return nil
+}
+
+// openReaders opens names without locks and returns a function closing them.
+func openReaders(dir string, names []string) ([]segmentReader, func(), error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	var readers []segmentReader
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		files = append(files, f)
+		r, err := newSegmentReader(f, path)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		readers = append(readers, r)
+	}
+	return readers, closeAll, nil
+}
+
+// Save appends ents and then st (unless empty). It fsyncs when raft requires
+// it (new entries, or a changed term or vote) and cuts a new segment once the
+// tail has grown past SegmentSizeBytes.
+func (w *WAL) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.encoder == nil {
+		return ErrNotWritable
+	}
+	if raft.IsEmptyHardState(st) && len(ents) == 0 {
+		return nil
+	}
+	mustSync := raft.MustSync(st, w.state, len(ents))
+	for _, e := range ents {
+		if err := w.saveEntry(e); err != nil {
+			return err
+		}
+	}
+	if err := w.saveState(st); err != nil {
+		return err
+	}
+	if w.encoder.end() < SegmentSizeBytes {
+		if mustSync {
+			return w.sync()
+		}
+		return nil
+	}
+	return w.cut()
+}
+
+func (w *WAL) saveEntry(e *raftpb.Entry) error {
+	data, err := proto.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := w.encoder.encode(&walpb.Record{Type: entryType, Data: data}); err != nil {
+		return err
+	}
+	w.enti = e.GetIndex()
+	return nil
+}
+
+func (w *WAL) saveState(st *raftpb.HardState) error {
+	if raft.IsEmptyHardState(st) {
+		return nil
+	}
+	data, err := proto.Marshal(st)
+	if err != nil {
+		return err
+	}
+	w.state = proto.CloneOf(st)
+	return w.encoder.encode(&walpb.Record{Type: stateType, Data: data})
+}
+
+// SaveSnapshot records that a snapshot was taken at snap and fsyncs. Every
+// snapshot but the initial one must carry its ConfState.
+func (w *WAL) SaveSnapshot(snap walpb.Snapshot) error {
+	if snap.ConfState == nil && snap.Index > 0 {
+		return fmt.Errorf("wal: snapshot at index %d is missing its ConfState", snap.Index)
+	}
+	data, err := snap.Marshal()
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.encoder == nil {
+		return ErrNotWritable
+	}
+	if err := w.encoder.encode(&walpb.Record{Type: snapshotType, Data: data}); err != nil {
+		return err
+	}
+	w.enti = max(w.enti, snap.Index)
+	return w.sync()
+}
+
+// writeSegmentHeader writes the crc and metadata records that open a segment.
+func (w *WAL) writeSegmentHeader(prevCrc uint32) error {
+	if err := w.encoder.encode(&walpb.Record{Type: crcType, Crc: prevCrc}); err != nil {
+		return err
+	}
+	return w.encoder.encode(&walpb.Record{Type: metadataType, Data: w.metadata})
+}
+
+func (w *WAL) tail() *segment {
+	if len(w.segments) == 0 {
+		return nil
+	}
+	return w.segments[len(w.segments)-1]
+}
+
+// cut closes the tail at its current size and continues in a new segment
+// named after the next raft index.
+func (w *WAL) cut() error {
+	tail := w.tail()
+	if err := w.encoder.flush(); err != nil {
+		return err
+	}
+	// Drop the unused preallocated space of the finished segment.
+	if err := tail.file.Truncate(w.encoder.end()); err != nil {
+		return err
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
+	f, err := w.fp.Open()
+	if err != nil {
+		return err
+	}
+	next := &segment{file: f, seq: tail.seq + 1, index: w.enti + 1}
+	w.segments = append(w.segments, next)
+	w.encoder = newEncoder(f.File, 0, w.encoder.crc)
+	if err := w.writeSegmentHeader(w.encoder.crc); err != nil {
+		return err
+	}
+	if err := w.saveState(w.state); err != nil {
+		return err
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
+	path := filepath.Join(w.dir, walName(next.seq, next.index))
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if err := fileutil.Fsync(w.dirFile); err != nil {
+		return err
+	}
+	w.lg.Info("created a new WAL segment", zap.String("path", path))
+	return nil
+}
+
+// sync writes out buffered frames and fdatasyncs the tail.
+func (w *WAL) sync() error {
+	if err := w.encoder.flush(); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := fileutil.Fdatasync(w.tail().file.File)
+	if took := time.Since(start); took > warnSyncDuration {
+		w.lg.Warn("slow fdatasync", zap.Duration("took", took), zap.Duration("expected-duration", warnSyncDuration))
+	}
+	return err
+}
+
+// ReleaseLockTo unlocks the segments that hold only entries below index, so
+// that a purge may remove them. The segment containing index stays locked,
+// and so does the tail.
+func (w *WAL) ReleaseLockTo(index uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keepFrom := len(w.segments) - 1
+	for i, s := range w.segments {
+		if s.index >= index {
+			keepFrom = i - 1 // segment i-1 may still hold entries below index
+			break
+		}
+	}
+	if keepFrom <= 0 {
+		return nil
+	}
+	var firstErr error
+	for _, s := range w.segments[:keepFrom] {
+		if err := s.file.Close(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	w.segments = w.segments[keepFrom:]
+	return firstErr
+}
+
+// Close syncs the tail (when appending), stops the file pipeline and
+// releases every lock.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if w.fp != nil {
+		keep(w.fp.Close())
+		w.fp = nil
+	}
+	if w.encoder != nil && w.tail() != nil {
+		keep(w.sync())
+		w.encoder = nil
+	}
+	if w.closeReaders != nil {
+		w.closeReaders()
+		w.closeReaders = nil
+	}
+	keep(w.closeSegments())
+	if w.dirFile != nil {
+		keep(w.dirFile.Close())
+		w.dirFile = nil
+	}
+	return firstErr
+}
+
+func (w *WAL) closeSegments() error {
+	var firstErr error
+	for _, s := range w.segments {
+		if err := s.file.Close(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	w.segments = nil
+	return firstErr
+}
