@@ -38,6 +38,17 @@ func (r *Registry) Trigger(id uint64, v any) bool {
 	return ok
 }
 
+// TriggerAll delivers v to every pending waiter (used when stopping).
+func (r *Registry) TriggerAll(v any) {
+	r.mu.Lock()
+	waiters := r.waiters
+	r.waiters = make(map[uint64]chan any)
+	r.mu.Unlock()
+	for _, ch := range waiters {
+		ch <- v
+	}
+}
+
 // IsRegistered reports whether id has a pending waiter.
 func (r *Registry) IsRegistered(id uint64) bool {
 	r.mu.Lock()

@@ -45,3 +45,15 @@ func TestIndexWakesReachedTargets(t *testing.T) {
 	w.Trigger(10)
 	<-high
 }
+
+func TestTriggerAllReleasesEveryWaiter(t *testing.T) {
+	r := NewRegistry()
+	a, b := r.Register(1), r.Register(2)
+	r.TriggerAll("stopped")
+	if <-a != "stopped" || <-b != "stopped" {
+		t.Fatal("waiters not released")
+	}
+	if r.IsRegistered(1) || r.IsRegistered(2) {
+		t.Fatal("waiters still registered")
+	}
+}

@@ -64,6 +64,10 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
 	})
 	handler := httpapi.NewHandler(srv, lg)
+	if cfg.EnablePprof {
+		handler = withPprof(handler)
+		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
+	}
 	for _, l := range clientLns {
 		m.client = append(m.client, httpapi.Serve(l, m.grpc, handler))
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))

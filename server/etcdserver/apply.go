@@ -35,6 +35,13 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 			batch.Snapshot.GetMetadata().GetIndex()))
 		return
 	}
+	if n := len(batch.Entries); n > 0 && batch.Entries[n-1].GetIndex() > s.node.LastPersisted() {
+		select {
+		case <-batch.Persisted:
+		case <-s.stopc:
+			return
+		}
+	}
 	for _, e := range batch.Entries {
 		s.applyEntry(e)
 	}
@@ -58,7 +65,11 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 	case raftpb.EntryConfChange:
 		s.applyConfChange(e)
 	}
-	s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
+	// Monotonic: replay re-applies conf changes at or below the stored index,
+	// and those must not pull the index back (it decides what replay skips).
+	if e.GetIndex() > s.consistentIdx {
+		s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
+	}
 	s.applyMu.Unlock()
 
 	s.appliedIndex.Store(e.GetIndex())

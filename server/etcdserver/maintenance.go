@@ -14,7 +14,7 @@ import (
 // Versions this member reports.
 const (
 	serverVersion  = "3.7.1"
-	storageVersion = "3.7"
+	storageVersion = "3.7.0"
 )
 
 // Status reports the member's state as Maintenance.Status does.

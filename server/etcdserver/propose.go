@@ -42,9 +42,10 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	case <-cctx.Done():
 		s.proposals.Trigger(id, nil)
 		return nil, proposeError(cctx, cctx.Err())
-	case <-s.stopc:
-		return nil, errs.ErrStopped
 	}
+	// No case on stopc: with hundreds of waiters, a shared channel in every
+	// select is a lock they all contend on. Stop releases them instead
+	// (proposals.TriggerAll), which arrives as a nil result.
 }
 
 // proposeError turns a failed wait into etcd's error: a canceled caller gets

@@ -75,6 +75,8 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 		tx := s.be.BatchTx()
 		tx.Lock()
 		tx.UnsafePut(backend.BucketCluster, keyClusterVersion, []byte(r.GetClusterVersionSet().GetVer()))
+		// The storage schema follows the cluster version, as in etcd.
+		tx.UnsafePut(backend.BucketMeta, backend.MetaStorageVersion, []byte(storageVersion))
 		tx.Unlock()
 		s.lg.Info("set cluster version", zap.String("cluster-version", r.GetClusterVersionSet().GetVer()))
 	default:

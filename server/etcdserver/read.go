@@ -51,17 +51,29 @@ func (s *Server) linearizableReadNotify(ctx context.Context) error {
 	case s.reads.wakec <- struct{}{}:
 	default:
 	}
+	// No case on stopc (every reader would contend on it): the read loop
+	// finishes the pending round with ErrStopped when it exits.
 	select {
 	case <-round.done:
 		return round.err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.stopc:
-		return errs.ErrStopped
 	}
 }
 
+// stopReads fails the pending round and every later one with ErrStopped.
+func (s *Server) stopReads() {
+	stopped := newReadRound()
+	stopped.finish(errs.ErrStopped)
+	s.reads.mu.Lock()
+	pending := s.reads.next
+	s.reads.next = stopped
+	s.reads.mu.Unlock()
+	pending.finish(errs.ErrStopped)
+}
+
 func (s *Server) readLoop() {
+	defer s.stopReads()
 	for {
 		leaderChanged := s.node.LeaderChanged()
 		select {

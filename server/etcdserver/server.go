@@ -92,6 +92,11 @@ func New(cfg *Config) (*Server, error) {
 		ID: b.id, Logger: s.lg, Raft: b.node, MemStorage: b.memStorage,
 		Persister: b.storage, TickInterval: c.tickInterval(),
 	})
+	lastIndex, err := b.memStorage.LastIndex()
+	if err != nil {
+		return nil, err
+	}
+	s.node.SetLastPersisted(lastIndex)
 	return s, nil
 }
 
@@ -171,6 +176,7 @@ func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
 		close(s.stopc)
 		s.wg.Wait()
+		s.proposals.TriggerAll(nil)
 		s.node.Stop()
 		s.applyMu.Lock()
 		s.be.Commit()

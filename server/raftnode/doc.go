@@ -6,13 +6,18 @@
 //
 //  1. Record soft state (who leads) so readers of Leader() see it at once.
 //  2. Publish the newest ReadState to the linearizable read loop.
-//  3. A leader sends its messages before persisting (raft allows the leader to
-//     append in parallel with its followers); a follower sends only after.
-//  4. Persist: a snapshot first (the .snap file and its WAL marker), then the
-//     HardState and entries to the WAL, fsynced when raft says MustSync.
-//  5. Make the same snapshot and entries visible to raft's MemoryStorage.
-//  6. Hand the committed entries (and snapshot) to the apply loop. They are on
-//     disk by now, so a crash after this point replays them from the WAL.
+//  3. Hand the committed entries to the apply loop, with a channel closed
+//     once step 5 is done. raft may hand out entries this member has not
+//     fsynced yet (a quorum of others has); the apply loop waits for the
+//     channel only for those, so applying batch N overlaps persisting batch
+//     N+1 without the backend ever getting ahead of the local WAL.
+//  4. A leader sends its messages before persisting (raft allows the leader
+//     to append in parallel with its followers); a follower sends only after.
+//  5. Persist: a snapshot first (the .snap file and its WAL marker), then the
+//     HardState and entries to the WAL, fsynced when raft says MustSync; then
+//     make them visible to raft's MemoryStorage. A snapshot from the leader
+//     is handed to the apply loop only now, once it is on disk.
+//  6. A follower sends its messages (acknowledging what is now durable).
 //  7. Advance.
 //
 // Everything here is mechanism; what the entries mean is the apply step's

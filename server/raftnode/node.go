@@ -35,6 +35,12 @@ func (NopTransport) Send([]*raftpb.Message) {}
 type ToApply struct {
 	Entries  []*raftpb.Entry
 	Snapshot *raftpb.Snapshot // nil or empty when there is none
+	// Persisted is closed once the Ready these came from is in the WAL.
+	// raft may hand out committed entries this member has not yet fsynced
+	// itself (a quorum of others has); the apply loop must wait on it
+	// before applying an entry above LastPersisted, so the backend never
+	// holds an entry the local WAL lacks.
+	Persisted <-chan struct{}
 }
 
 // Config wires a Node.
@@ -57,6 +63,7 @@ type Node struct {
 	lead       atomic.Uint64
 	term       atomic.Uint64
 	committed  atomic.Uint64
+	persisted  atomic.Uint64 // index of the last entry in the WAL
 	leaderc    chan struct{} // closed and replaced when the leader changes
 	leaderMu   sync.Mutex
 	stopc      chan struct{}
@@ -109,6 +116,12 @@ func (n *Node) Leader() uint64 { return n.lead.Load() }
 // Term is the latest raft term this member has persisted.
 func (n *Node) Term() uint64 { return n.term.Load() }
 
+// LastPersisted is the index of the newest entry written to the WAL.
+func (n *Node) LastPersisted() uint64 { return n.persisted.Load() }
+
+// SetLastPersisted records what the WAL held at start.
+func (n *Node) SetLastPersisted(i uint64) { n.persisted.Store(i) }
+
 // Committed is the newest commit index this member has persisted.
 func (n *Node) Committed() uint64 { return n.committed.Load() }
 
@@ -154,6 +167,15 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if len(rd.ReadStates) > 0 {
 		n.publishReadState(rd.ReadStates[len(rd.ReadStates)-1])
 	}
+	hasSnapshot := !raft.IsEmptySnap(rd.Snapshot)
+	persisted := make(chan struct{})
+	// Committed entries go to the apply loop before this Ready's new
+	// entries are fsynced, so applying batch N overlaps persisting batch
+	// N+1 (the apply loop waits on persisted only for entries above
+	// LastPersisted). A snapshot must be on disk before anything applies it.
+	if !hasSnapshot && !n.handOff(rd, persisted) {
+		return nil
+	}
 	isLeader := n.Leader() == n.cfg.ID
 	if isLeader {
 		n.cfg.Transport.Send(rd.Messages)
@@ -161,18 +183,33 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.persist(rd); err != nil {
 		return err
 	}
+	if len(rd.Entries) > 0 {
+		n.persisted.Store(rd.Entries[len(rd.Entries)-1].GetIndex())
+	} else if hasSnapshot {
+		n.persisted.Store(rd.Snapshot.GetMetadata().GetIndex())
+	}
+	close(persisted)
 	if !isLeader {
 		n.cfg.Transport.Send(rd.Messages)
 	}
-	if len(rd.CommittedEntries) > 0 || !raft.IsEmptySnap(rd.Snapshot) {
-		select {
-		case n.applyc <- ToApply{Entries: rd.CommittedEntries, Snapshot: rd.Snapshot}:
-		case <-n.stopc:
-			return nil
-		}
+	if hasSnapshot && !n.handOff(rd, persisted) {
+		return nil
 	}
 	n.cfg.Raft.Advance()
 	return nil
+}
+
+// handOff gives committed work to the apply loop; false means stopping.
+func (n *Node) handOff(rd raft.Ready, persisted <-chan struct{}) bool {
+	if len(rd.CommittedEntries) == 0 && raft.IsEmptySnap(rd.Snapshot) {
+		return true
+	}
+	select {
+	case n.applyc <- ToApply{Entries: rd.CommittedEntries, Snapshot: rd.Snapshot, Persisted: persisted}:
+		return true
+	case <-n.stopc:
+		return false
+	}
 }
 
 func (n *Node) persist(rd raft.Ready) error {
