@@ -134,7 +134,12 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		s.lg.Error("skipping undecodable conf change", zap.Uint64("index", e.GetIndex()), zap.Error(err))
 		return
 	}
-	s.confState = s.node.Raft().ApplyConfChange(cc)
+	cs, err := s.node.ApplyConfChange(cc)
+	if err != nil {
+		s.lg.Warn("conf change not applied to raft", zap.Error(err))
+		return
+	}
+	s.confState = cs
 	tx := s.be.BatchTx()
 	tx.Lock()
 	defer tx.Unlock()

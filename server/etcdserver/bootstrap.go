@@ -25,7 +25,7 @@ type bootstrapped struct {
 	id, clusterID uint64
 	memStorage    *raft.MemoryStorage
 	storage       *raftStorage
-	node          raft.Node
+	node          *raft.RawNode
 	snapshot      *raftpb.Snapshot // nil when the member starts without one
 	peers         []*membership.Member
 }
@@ -105,7 +105,15 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 		return nil, fmt.Errorf("create wal: %w", err)
 	}
 	ms := raft.NewMemoryStorage()
-	node := raft.StartNode(s.raftConfig(self, ms), peers)
+	node, err := raft.NewRawNode(s.raftConfig(self, ms))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := node.Bootstrap(peers); err != nil {
+		w.Close()
+		return nil, err
+	}
 	s.lg.Info("starting local member", zap.String("local-member-id", idHex(self)), zap.String("cluster-id", idHex(cid)))
 	return &bootstrapped{
 		id: self, clusterID: cid, memStorage: ms, node: node, peers: members,
@@ -150,7 +158,11 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	}
 	s.lg.Info("restarting local member", zap.String("local-member-id", idHex(md.GetNodeID())),
 		zap.String("cluster-id", idHex(md.GetClusterID())), zap.Uint64("commit-index", hs.GetCommit()))
-	node := raft.RestartNode(s.raftConfig(md.GetNodeID(), ms))
+	node, err := raft.NewRawNode(s.raftConfig(md.GetNodeID(), ms))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
 	return &bootstrapped{
 		id: md.GetNodeID(), clusterID: md.GetClusterID(), memStorage: ms, node: node, snapshot: snapshot,
 		storage: &raftStorage{wal: w, snapshotter: ss},

@@ -19,7 +19,10 @@ const (
 
 // Status reports the member's state as Maintenance.Status does.
 func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
-	st := s.node.Raft().Status()
+	st, err := s.node.Status()
+	if err != nil {
+		return nil, errs.ErrStopped
+	}
 	resp := &pb.StatusResponse{
 		Header:           s.Header(),
 		Version:          serverVersion,
@@ -107,7 +110,9 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 	if !s.isVoter(target) {
 		return nil, errs.ErrBadLeaderTransferee
 	}
-	s.node.Raft().TransferLeadership(ctx, s.id, target)
+	if err := s.node.TransferLeadership(ctx, target); err != nil {
+		return nil, errs.ErrTimeoutLeaderTransfer
+	}
 	tick := time.NewTicker(time.Duration(s.cfg.TickMs) * time.Millisecond)
 	defer tick.Stop()
 	for s.Leader() != target {
@@ -123,6 +128,10 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 }
 
 func (s *Server) isVoter(id uint64) bool {
-	_, ok := s.node.Raft().Status().Config.Voters.IDs()[id]
+	st, err := s.node.Status()
+	if err != nil {
+		return false
+	}
+	_, ok := st.Config.Voters.IDs()[id]
 	return ok
 }

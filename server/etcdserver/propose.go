@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/raftnode"
 )
 
 // propose sends r through raft and waits for its apply result.
@@ -28,17 +29,16 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	resultc := s.proposals.Register(id)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()
-	if err := s.node.Propose(cctx, data); err != nil {
-		s.proposals.Trigger(id, nil)
-		return nil, proposeError(cctx, err)
-	}
+	s.node.Propose(data, func(err error) { s.proposals.Trigger(id, err) })
 	select {
 	case x := <-resultc:
-		res, _ := x.(*apply.Result)
-		if res == nil {
-			return nil, errs.ErrStopped
+		switch res := x.(type) {
+		case *apply.Result:
+			return res, nil
+		case error: // raft dropped the proposal
+			return nil, proposeDropped(res)
 		}
-		return res, nil
+		return nil, errs.ErrStopped
 	case <-cctx.Done():
 		s.proposals.Trigger(id, nil)
 		return nil, proposeError(cctx, cctx.Err())
@@ -56,6 +56,15 @@ func proposeError(ctx context.Context, err error) error {
 		return errs.ErrCanceled
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return errs.ErrTimeout
+	}
+	return err
+}
+
+// proposeDropped maps raft refusing a proposal to the error etcd returns:
+// raft's own "raft proposal dropped" (e.g. no leader), or "server stopped".
+func proposeDropped(err error) error {
+	if errors.Is(err, raftnode.ErrStopped) {
+		return errs.ErrStopped
 	}
 	return err
 }

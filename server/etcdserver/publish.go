@@ -29,6 +29,15 @@ func (s *Server) publish() {
 		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
 	}
 	for {
+		if s.Leader() == 0 {
+			// Without a leader raft drops proposals; wait for one.
+			select {
+			case <-s.node.LeaderChanged():
+			case <-s.stopc:
+				return
+			}
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 		_, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: attrs})
 		cancel()

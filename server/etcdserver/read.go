@@ -141,7 +141,7 @@ func (s *Server) confirmReadIndex(leaderChanged <-chan struct{}) (uint64, error)
 func (s *Server) requestReadIndex(rctx []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 	defer cancel()
-	if err := s.node.Raft().ReadIndex(ctx, rctx); err != nil {
+	if err := s.node.ReadIndex(ctx, rctx); err != nil {
 		if ctx.Err() != nil {
 			return errs.ErrTimeout
 		}

@@ -74,7 +74,6 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.openStores(b); err != nil {
-		b.node.Stop()
 		b.storage.Close()
 		return nil, err
 	}
@@ -89,7 +88,7 @@ func New(cfg *Config) (*Server, error) {
 		s.confState = b.snapshot.GetMetadata().GetConfState()
 	}
 	s.node = raftnode.New(raftnode.Config{
-		ID: b.id, Logger: s.lg, Raft: b.node, MemStorage: b.memStorage,
+		ID: b.id, Logger: s.lg, RawNode: b.node, MemStorage: b.memStorage,
 		Persister: b.storage, TickInterval: c.tickInterval(),
 	})
 	lastIndex, err := b.memStorage.LastIndex()
@@ -138,7 +137,7 @@ func (s *Server) Start() {
 	s.goAttach(s.publish)
 	if s.isSingleVoter() {
 		s.goAttach(func() {
-			if err := s.node.Raft().Campaign(context.Background()); err != nil {
+			if err := s.node.Campaign(context.Background()); err != nil {
 				s.lg.Warn("campaign failed", zap.Error(err))
 			}
 		})

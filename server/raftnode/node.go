@@ -2,6 +2,8 @@ package raftnode
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,7 +11,11 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 )
+
+// ErrStopped is returned for work handed to a Node that has stopped.
+var ErrStopped = errors.New("raftnode: stopped")
 
 // Persister writes raft state to stable storage (the WAL and snap files).
 type Persister interface {
@@ -47,28 +53,46 @@ type ToApply struct {
 type Config struct {
 	ID           uint64
 	Logger       *zap.Logger
-	Raft         raft.Node
+	RawNode      *raft.RawNode
 	MemStorage   *raft.MemoryStorage
 	Persister    Persister
 	Transport    Transport
 	TickInterval time.Duration
 }
 
-// Node owns the raft Ready loop.
+// proposal is one entry waiting to be stepped into raft.
+type proposal struct {
+	data   []byte
+	onDrop func(error)
+}
+
+// Node owns the raft state machine (a RawNode) and its Ready loop. Every
+// call into the RawNode happens on the loop's goroutine: proposals through
+// a batch queue (the hot path: one lock, no channel per proposal), anything
+// else as an operation run between Readys.
 type Node struct {
-	cfg        Config
-	lg         *zap.Logger
+	cfg Config
+	lg  *zap.Logger
+	rn  *raft.RawNode
+
+	propMu     sync.Mutex
+	props      []proposal
+	propNotify chan struct{}
+	opc        chan func(*raft.RawNode)
+
 	applyc     chan ToApply
 	readStatec chan raft.ReadState
 	lead       atomic.Uint64
 	term       atomic.Uint64
 	committed  atomic.Uint64
 	persisted  atomic.Uint64 // index of the last entry in the WAL
-	leaderc    chan struct{} // closed and replaced when the leader changes
 	leaderMu   sync.Mutex
-	stopc      chan struct{}
-	donec      chan struct{}
-	errc       chan error
+	leaderc    chan struct{} // closed and replaced when the leader changes
+
+	stopOnce sync.Once
+	stopc    chan struct{}
+	donec    chan struct{}
+	errc     chan error
 }
 
 // New returns a Node; call Start to run its loop.
@@ -79,6 +103,9 @@ func New(cfg Config) *Node {
 	return &Node{
 		cfg:        cfg,
 		lg:         cfg.Logger,
+		rn:         cfg.RawNode,
+		propNotify: make(chan struct{}, 1),
+		opc:        make(chan func(*raft.RawNode)),
 		applyc:     make(chan ToApply, 64),
 		readStatec: make(chan raft.ReadState, 1),
 		leaderc:    make(chan struct{}),
@@ -91,11 +118,11 @@ func New(cfg Config) *Node {
 // Start runs the Ready loop in its own goroutine.
 func (n *Node) Start() { go n.run() }
 
-// Stop ends the loop and stops raft. Safe to call once.
+// Stop ends the loop. Queued proposals are dropped with ErrStopped.
 func (n *Node) Stop() {
-	close(n.stopc)
+	n.stopOnce.Do(func() { close(n.stopc) })
 	<-n.donec
-	n.cfg.Raft.Stop()
+	n.dropQueued(ErrStopped)
 }
 
 // Apply delivers committed entries in log order.
@@ -107,14 +134,14 @@ func (n *Node) ReadStates() <-chan raft.ReadState { return n.readStatec }
 // Errors reports a fatal persistence error; the member must stop.
 func (n *Node) Errors() <-chan error { return n.errc }
 
-// Done is closed when the loop has exited.
-func (n *Node) Done() <-chan struct{} { return n.donec }
-
 // Leader is the ID of the current leader as far as this member knows (0 = none).
 func (n *Node) Leader() uint64 { return n.lead.Load() }
 
 // Term is the latest raft term this member has persisted.
 func (n *Node) Term() uint64 { return n.term.Load() }
+
+// Committed is the newest commit index this member has persisted.
+func (n *Node) Committed() uint64 { return n.committed.Load() }
 
 // LastPersisted is the index of the newest entry written to the WAL.
 func (n *Node) LastPersisted() uint64 { return n.persisted.Load() }
@@ -122,8 +149,8 @@ func (n *Node) LastPersisted() uint64 { return n.persisted.Load() }
 // SetLastPersisted records what the WAL held at start.
 func (n *Node) SetLastPersisted(i uint64) { n.persisted.Store(i) }
 
-// Committed is the newest commit index this member has persisted.
-func (n *Node) Committed() uint64 { return n.committed.Load() }
+// MemStorage is raft's in-memory log, for snapshots and compaction.
+func (n *Node) MemStorage() *raft.MemoryStorage { return n.cfg.MemStorage }
 
 // LeaderChanged returns a channel closed at the next change of leader.
 func (n *Node) LeaderChanged() <-chan struct{} {
@@ -132,9 +159,74 @@ func (n *Node) LeaderChanged() <-chan struct{} {
 	return n.leaderc
 }
 
-// Raft exposes the underlying raft node for Propose, ReadIndex, Status,
-// Campaign and ApplyConfChange.
-func (n *Node) Raft() raft.Node { return n.cfg.Raft }
+// Propose queues data for raft. It does not wait: the proposer learns the
+// outcome when the entry is applied, or through onDrop (called once, from
+// the raft goroutine) if raft refuses it, e.g. because there is no leader.
+func (n *Node) Propose(data []byte, onDrop func(error)) {
+	n.propMu.Lock()
+	n.props = append(n.props, proposal{data: data, onDrop: onDrop})
+	n.propMu.Unlock()
+	select {
+	case n.propNotify <- struct{}{}:
+	default:
+	}
+}
+
+// ReadIndex asks raft to confirm the commit index for a linearizable read;
+// the answer arrives on ReadStates carrying rctx.
+func (n *Node) ReadIndex(ctx context.Context, rctx []byte) error {
+	return n.do(ctx, func(rn *raft.RawNode) { rn.ReadIndex(rctx) })
+}
+
+// Campaign makes this member start an election.
+func (n *Node) Campaign(ctx context.Context) error {
+	var err error
+	if doErr := n.do(ctx, func(rn *raft.RawNode) { err = rn.Campaign() }); doErr != nil {
+		return doErr
+	}
+	return err
+}
+
+// TransferLeadership asks the leader to hand over to transferee.
+func (n *Node) TransferLeadership(ctx context.Context, transferee uint64) error {
+	return n.do(ctx, func(rn *raft.RawNode) { rn.TransferLeader(transferee) })
+}
+
+// ApplyConfChange applies a committed conf change to raft's configuration.
+func (n *Node) ApplyConfChange(cc raftpb.ConfChangeI) (*raftpb.ConfState, error) {
+	var cs *raftpb.ConfState
+	err := n.do(context.Background(), func(rn *raft.RawNode) { cs = rn.ApplyConfChange(cc) })
+	return cs, err
+}
+
+// Status reports raft's view of the cluster.
+func (n *Node) Status() (raft.Status, error) {
+	var st raft.Status
+	err := n.do(context.Background(), func(rn *raft.RawNode) { st = rn.Status() })
+	return st, err
+}
+
+// do runs op on the raft goroutine and waits for it.
+func (n *Node) do(ctx context.Context, op func(*raft.RawNode)) error {
+	done := make(chan struct{})
+	wrapped := func(rn *raft.RawNode) {
+		op(rn)
+		close(done)
+	}
+	select {
+	case n.opc <- wrapped:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.donec:
+		return ErrStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-n.donec:
+		return ErrStopped
+	}
+}
 
 func (n *Node) run() {
 	defer close(n.donec)
@@ -143,20 +235,71 @@ func (n *Node) run() {
 	for {
 		select {
 		case <-ticker.C:
-			n.cfg.Raft.Tick()
-		case rd := <-n.cfg.Raft.Ready():
-			if err := n.handleReady(rd); err != nil {
-				n.lg.Error("failed to persist raft state", zap.Error(err))
-				n.errc <- err
-				return
-			}
+			n.rn.Tick()
+		case <-n.propNotify:
+			n.stepProposals()
+		case op := <-n.opc:
+			op(n.rn)
 		case <-n.stopc:
+			return
+		}
+		if !n.processReadys() {
 			return
 		}
 	}
 }
 
-func (n *Node) handleReady(rd raft.Ready) error {
+// processReadys handles every Ready raft has; for a single member the
+// commit of a persisted batch is ready at once, with no goroutine hop.
+func (n *Node) processReadys() bool {
+	for n.rn.HasReady() {
+		rd := n.rn.Ready()
+		stopped, err := n.handleReady(rd)
+		if err != nil {
+			n.lg.Error("failed to persist raft state", zap.Error(err))
+			n.errc <- err
+			return false
+		}
+		if stopped {
+			return false
+		}
+		n.rn.Advance(rd)
+	}
+	return true
+}
+
+// stepProposals hands every queued proposal to raft in one message.
+func (n *Node) stepProposals() {
+	n.propMu.Lock()
+	batch := n.props
+	n.props = nil
+	n.propMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ents := make([]*raftpb.Entry, len(batch))
+	for i, p := range batch {
+		ents[i] = &raftpb.Entry{Data: p.data}
+	}
+	err := n.rn.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: proto.Uint64(n.cfg.ID), Entries: ents})
+	if err != nil {
+		for _, p := range batch {
+			p.onDrop(err)
+		}
+	}
+}
+
+func (n *Node) dropQueued(err error) {
+	n.propMu.Lock()
+	batch := n.props
+	n.props = nil
+	n.propMu.Unlock()
+	for _, p := range batch {
+		p.onDrop(err)
+	}
+}
+
+func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	if rd.SoftState != nil {
 		n.setLeader(rd.SoftState.Lead)
 	}
@@ -174,41 +317,42 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// N+1 (the apply loop waits on persisted only for entries above
 	// LastPersisted). A snapshot must be on disk before anything applies it.
 	if !hasSnapshot && !n.handOff(rd, persisted) {
-		return nil
+		return true, nil
 	}
 	isLeader := n.Leader() == n.cfg.ID
 	if isLeader {
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if err := n.persist(rd); err != nil {
-		return err
-	}
-	if len(rd.Entries) > 0 {
-		n.persisted.Store(rd.Entries[len(rd.Entries)-1].GetIndex())
-	} else if hasSnapshot {
-		n.persisted.Store(rd.Snapshot.GetMetadata().GetIndex())
+		return false, err
 	}
 	close(persisted)
 	if !isLeader {
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if hasSnapshot && !n.handOff(rd, persisted) {
-		return nil
+		return true, nil
 	}
-	n.cfg.Raft.Advance()
-	return nil
+	return false, nil
 }
 
 // handOff gives committed work to the apply loop; false means stopping.
+// While the apply loop is busy it keeps serving operations, because the
+// apply loop itself may be waiting on one (ApplyConfChange).
 func (n *Node) handOff(rd raft.Ready, persisted <-chan struct{}) bool {
 	if len(rd.CommittedEntries) == 0 && raft.IsEmptySnap(rd.Snapshot) {
 		return true
 	}
-	select {
-	case n.applyc <- ToApply{Entries: rd.CommittedEntries, Snapshot: rd.Snapshot, Persisted: persisted}:
-		return true
-	case <-n.stopc:
-		return false
+	work := ToApply{Entries: rd.CommittedEntries, Snapshot: rd.Snapshot, Persisted: persisted}
+	for {
+		select {
+		case n.applyc <- work:
+			return true
+		case op := <-n.opc:
+			op(n.rn)
+		case <-n.stopc:
+			return false
+		}
 	}
 }
 
@@ -231,7 +375,15 @@ func (n *Node) persist(rd raft.Ready) error {
 			return err
 		}
 	}
-	return n.cfg.MemStorage.Append(rd.Entries)
+	if err := n.cfg.MemStorage.Append(rd.Entries); err != nil {
+		return err
+	}
+	if len(rd.Entries) > 0 {
+		n.persisted.Store(rd.Entries[len(rd.Entries)-1].GetIndex())
+	} else if !raft.IsEmptySnap(rd.Snapshot) {
+		n.persisted.Store(rd.Snapshot.GetMetadata().GetIndex())
+	}
+	return nil
 }
 
 func (n *Node) publishReadState(rs raft.ReadState) {
@@ -251,32 +403,9 @@ func (n *Node) setLeader(lead uint64) {
 	if n.lead.Swap(lead) == lead {
 		return
 	}
-	n.lg.Info("raft leader changed", zap.String("leader", idString(lead)))
+	n.lg.Info("raft leader changed", zap.String("leader", strconv.FormatUint(lead, 16)))
 	n.leaderMu.Lock()
 	close(n.leaderc)
 	n.leaderc = make(chan struct{})
 	n.leaderMu.Unlock()
 }
-
-// Propose submits data to raft.
-func (n *Node) Propose(ctx context.Context, data []byte) error {
-	return n.cfg.Raft.Propose(ctx, data)
-}
-
-func idString(id uint64) string {
-	const hex = "0123456789abcdef"
-	if id == 0 {
-		return "0"
-	}
-	var b [16]byte
-	i := len(b)
-	for id > 0 {
-		i--
-		b[i] = hex[id&0xf]
-		id >>= 4
-	}
-	return string(b[i:])
-}
-
-// MemStorage is raft's in-memory log, for snapshots and compaction.
-func (n *Node) MemStorage() *raft.MemoryStorage { return n.cfg.MemStorage }

@@ -1,0 +1,8 @@
+package raftnode
+
+import (
+	"io"
+	"log"
+)
+
+func nopStdLogger() *log.Logger { return log.New(io.Discard, "", 0) }
