@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/raftnode"
+	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
 func (s *Server) applyLoop() {
@@ -140,9 +142,15 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		return
 	}
 	s.confState = cs
+	if e.GetIndex() <= s.consistentIdx {
+		return // replay: raft needed the change again, the backend has it
+	}
 	tx := s.be.BatchTx()
 	tx.Lock()
 	defer tx.Unlock()
+	if b, err := json.Marshal(cs); err == nil {
+		tx.UnsafePut(backend.BucketMeta, backend.MetaConfState, b)
+	}
 	switch cc.GetType() {
 	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
 		m := &membership.Member{}

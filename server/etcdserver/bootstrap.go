@@ -67,10 +67,9 @@ func (s *Server) initialMembers() ([]*membership.Member, error) {
 	members := make([]*membership.Member, 0, len(names))
 	for _, name := range names {
 		urls := s.cfg.InitialCluster[name]
-		m := &membership.Member{ID: membership.ComputeMemberID(urls, s.cfg.InitialClusterToken, nil), PeerURLs: urls}
-		if name == s.cfg.Name {
-			m.Name, m.ClientURLs = name, s.cfg.ClientURLs
-		}
+		// As in etcd, the bootstrap entry carries IDs, peer URLs and names;
+		// client URLs arrive later, when each member publishes itself.
+		m := &membership.Member{ID: membership.ComputeMemberID(urls, s.cfg.InitialClusterToken, nil), PeerURLs: urls, Name: name}
 		members = append(members, m)
 	}
 	if len(members) > 1 {

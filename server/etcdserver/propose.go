@@ -14,6 +14,11 @@ import (
 
 // propose sends r through raft and waits for its apply result.
 func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error) {
+	select {
+	case <-s.stopc: // a non-blocking look costs no lock
+		return nil, errs.ErrStopped
+	default:
+	}
 	if s.node.Committed() > s.appliedIndex.Load()+maxApplyBacklog {
 		return nil, errs.ErrTooManyRequests
 	}

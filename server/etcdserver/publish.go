@@ -29,10 +29,13 @@ func (s *Server) publish() {
 		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
 	}
 	for {
+		// Take the change channel before looking, so an election between the
+		// two cannot be missed.
+		changed := s.node.LeaderChanged()
 		if s.Leader() == 0 {
 			// Without a leader raft drops proposals; wait for one.
 			select {
-			case <-s.node.LeaderChanged():
+			case <-changed:
 			case <-s.stopc:
 				return
 			}

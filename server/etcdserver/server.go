@@ -115,6 +115,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 		return errors.New("the backend's consistent index is older than the newest snapshot; the db file does not belong with this WAL")
 	}
 	s.consistentIdx, s.consistentTerm = ci, term
+	initAuthRevision(be)
 	s.kv = mvcc.New(s.lg, be, mvcc.StoreConfig{})
 	s.applier, err = apply.New(apply.Config{KV: s.kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Logger: s.lg})
 	if err != nil {
@@ -136,11 +137,25 @@ func (s *Server) Start() {
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
 	if s.isSingleVoter() {
-		s.goAttach(func() {
-			if err := s.node.Campaign(context.Background()); err != nil {
-				s.lg.Warn("campaign failed", zap.Error(err))
-			}
-		})
+		s.goAttach(s.campaignWhenApplied)
+	}
+}
+
+// campaignWhenApplied starts an election once every entry committed before
+// the start is applied: raft refuses to campaign while committed conf changes
+// are unapplied, and a lone voter has nobody else to start one.
+func (s *Server) campaignWhenApplied() {
+	st, err := s.node.Status()
+	if err != nil {
+		return
+	}
+	select {
+	case <-s.appliedWait.Wait(st.GetCommit()):
+	case <-s.stopc:
+		return
+	}
+	if err := s.node.Campaign(context.Background()); err != nil {
+		s.lg.Warn("campaign failed", zap.Error(err))
 	}
 }
 
@@ -240,3 +255,16 @@ func (s *Server) commitBackend(force bool) {
 func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }
 
 func idHex(id uint64) string { return strconv.FormatUint(id, 16) }
+
+var keyAuthRevision = []byte("authRevision")
+
+// initAuthRevision gives a fresh backend the auth revision etcd's auth store
+// starts with (1), so the db matches etcd's from the first commit.
+func initAuthRevision(be backend.Backend) {
+	tx := be.BatchTx()
+	tx.Lock()
+	defer tx.Unlock()
+	if _, ok := backend.ReadUint64(tx, backend.BucketAuth, keyAuthRevision); !ok {
+		backend.PutUint64(tx, backend.BucketAuth, keyAuthRevision, 1)
+	}
+}

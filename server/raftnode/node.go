@@ -170,6 +170,12 @@ func (n *Node) Propose(data []byte, onDrop func(error)) {
 	case n.propNotify <- struct{}{}:
 	default:
 	}
+	select {
+	case <-n.donec:
+		// The loop is gone and Stop may already have drained the queue.
+		n.dropQueued(ErrStopped)
+	default:
+	}
 }
 
 // ReadIndex asks raft to confirm the commit index for a linearizable read;
