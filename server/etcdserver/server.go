@@ -129,6 +129,8 @@ func (s *Server) openStores(b *bootstrapped) error {
 // Start runs the raft, apply, commit and read loops. A one-member cluster
 // campaigns at once instead of waiting out an election timeout.
 func (s *Server) Start() {
+	// Decided before any loop runs: the apply loop rewrites confState.
+	singleVoter := s.isSingleVoter()
 	s.node.Start()
 	s.goAttach(s.applyLoop)
 	s.goAttach(s.commitLoop)
@@ -136,7 +138,7 @@ func (s *Server) Start() {
 	s.goAttach(s.purgeLoop)
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
-	if s.isSingleVoter() {
+	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}
 }
