@@ -11,6 +11,7 @@ package v3rpc
 import (
 	"context"
 	"math"
+	"runtime"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
@@ -81,6 +82,9 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		cfg.MaxTxnOps = DefaultMaxTxnOps
 	}
 	opts := []grpc.ServerOption{
+		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
+		// whose stack would grow anew each time.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, math.MaxInt32-grpcOverheadBytes)) + grpcOverheadBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
