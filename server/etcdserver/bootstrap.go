@@ -103,6 +103,9 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create wal: %w", err)
 	}
+	if s.cfg.UnsafeNoFsync {
+		w.SetUnsafeNoFsync()
+	}
 	ms := raft.NewMemoryStorage()
 	node, err := raft.NewRawNode(s.raftConfig(self, ms))
 	if err != nil {
@@ -138,6 +141,9 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	w, mdBytes, hs, ents, err := openWAL(s.lg, s.cfg.walDir(), marker)
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.UnsafeNoFsync {
+		w.SetUnsafeNoFsync()
 	}
 	md := &pb.Metadata{}
 	if err := proto.Unmarshal(mdBytes, md); err != nil {

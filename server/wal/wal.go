@@ -104,6 +104,17 @@ type WAL struct {
 	segments []*segment // locked segments, oldest first; the last is the tail
 	encoder  *encoder
 	fp       *filePipeline
+
+	unsafeNoSync bool // --unsafe-no-fsync: write but never fdatasync
+}
+
+// SetUnsafeNoFsync makes the WAL skip fdatasync (--unsafe-no-fsync): an
+// acknowledged write can then be lost in a power failure. For tests and
+// benchmarks only.
+func (w *WAL) SetUnsafeNoFsync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unsafeNoSync = true
 }
 
 // Create makes a new WAL in dir, which must not exist or be empty, and
@@ -429,6 +440,9 @@ func (w *WAL) cut() error {
 func (w *WAL) sync() error {
 	if err := w.encoder.flush(); err != nil {
 		return err
+	}
+	if w.unsafeNoSync {
+		return nil
 	}
 	start := time.Now()
 	err := fileutil.Fdatasync(w.tail().file.File)
