@@ -15,6 +15,7 @@ import (
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/membership/v2store"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -172,7 +173,12 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 func (s *Server) takeSnapshot() {
 	s.commitBackend(true)
 	applied := s.appliedIndex.Load()
-	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.confState, nil)
+	payload, err := s.membershipSnapshot()
+	if err != nil {
+		s.lg.Warn("cannot encode membership for the snapshot", zap.Error(err))
+		return
+	}
+	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.confState, payload)
 	if err != nil {
 		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return
@@ -191,6 +197,36 @@ func (s *Server) takeSnapshot() {
 		}
 		s.lg.Info("compacted raft logs", zap.Uint64("compact-index", compactTo))
 	}
+}
+
+// membershipSnapshot encodes the current membership and cluster version as
+// the v2-store JSON etcd v3.7 writes into every snapshot file, so that the
+// .snap files are etcd's byte for byte.
+func (s *Server) membershipSnapshot() ([]byte, error) {
+	tx := s.be.ReadTx()
+	tx.RLock()
+	members, err := membership.Load(tx)
+	if err != nil {
+		tx.RUnlock()
+		return nil, err
+	}
+	removed, err := membership.LoadRemoved(tx)
+	tx.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	st := v2store.New()
+	for _, m := range members {
+		st.AddMember(m.ID, m.PeerURLs, m.IsLearner)
+		if m.ClientURLs != nil {
+			st.SetMemberAttributes(m.ID, m.Name, m.ClientURLs)
+		}
+	}
+	for _, id := range removed {
+		st.RemoveMember(id)
+	}
+	st.SetClusterVersion(s.storedClusterVersion())
+	return st.Save()
 }
 
 // fail reports a fatal error; the main stops the member.

@@ -53,3 +53,18 @@ func Load(tx backend.UnsafeReader) ([]*Member, error) {
 	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
 	return members, err
 }
+
+// LoadRemoved returns the IDs of removed members, ascending.
+func LoadRemoved(tx backend.UnsafeReader) ([]uint64, error) {
+	var ids []uint64
+	err := tx.UnsafeForEach(backend.BucketMembersRemoved, func(k, _ []byte) error {
+		id, err := strconv.ParseUint(string(k), 16, 64)
+		if err != nil {
+			return fmt.Errorf("membership: bad removed member key %q: %w", k, err)
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, err
+}

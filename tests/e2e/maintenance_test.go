@@ -126,8 +126,12 @@ func TestMaintenanceDefragment(t *testing.T) {
 
 	st2, err := cli.Status(ctx(t), m.clientURL)
 	must(t, err)
-	if st2.DbSize > st1.DbSize {
-		t.Errorf("db size grew with defragmentation: %d -> %d", st1.DbSize, st2.DbSize)
+	// Status reports sizes as of the last backend commit, so st1 may not yet
+	// show the pages the compaction freed. What defragmentation guarantees
+	// is a file without free pages: nearly all of it in use.
+	if free := st2.DbSize - st2.DbSizeInUse; free*10 > st2.DbSize {
+		t.Errorf("after defragmentation %d of %d bytes are still free (before: size %d, in use %d)",
+			free, st2.DbSize, st1.DbSize, st1.DbSizeInUse)
 	}
 	after, err := cli.HashKV(ctx(t), m.clientURL, 0)
 	must(t, err)
