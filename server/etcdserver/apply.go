@@ -33,10 +33,10 @@ func (s *Server) applyLoop() {
 
 func (s *Server) applyBatch(batch raftnode.ToApply) {
 	if !raft.IsEmptySnap(batch.Snapshot) && batch.Snapshot.GetMetadata().GetIndex() > s.appliedIndex.Load() {
-		// Only a leader sends snapshots, and only to a member that has peers.
-		s.fail(fmt.Errorf("received a raft snapshot at index %d, but installing snapshots from a leader needs the peer protocol",
-			batch.Snapshot.GetMetadata().GetIndex()))
-		return
+		if err := s.installSnapshot(batch.Snapshot); err != nil {
+			s.fail(err)
+			return
+		}
 	}
 	if n := len(batch.Entries); n > 0 && batch.Entries[n-1].GetIndex() > s.node.LastPersisted() {
 		select {

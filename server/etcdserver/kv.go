@@ -16,7 +16,9 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 			return nil, err
 		}
 	}
+	s.storeMu.RLock()
 	resp, err := s.applier.Range(ctx, r)
+	s.storeMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,9 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 				return nil, err
 			}
 		}
+		s.storeMu.RLock()
 		res := s.applier.Apply(ctx, &pb.InternalRaftRequest{Txn: r})
+		s.storeMu.RUnlock()
 		if res.Err != nil {
 			return nil, res.Err
 		}
@@ -105,7 +109,10 @@ func (s *Server) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.Comp
 // checkQuota refuses a write that would take the backend past its quota and
 // raises the NOSPACE alarm through raft, as etcd does before proposing.
 func (s *Server) checkQuota(ctx context.Context, r proto.Message) error {
-	if s.applier.QuotaAvailable(r) {
+	s.storeMu.RLock()
+	fits := s.applier.QuotaAvailable(r)
+	s.storeMu.RUnlock()
+	if fits {
 		return nil
 	}
 	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
@@ -118,7 +125,7 @@ func (s *Server) checkQuota(ctx context.Context, r proto.Message) error {
 // fillHeader completes a header the applier started (it knows only the revision).
 func (s *Server) fillHeader(h **pb.ResponseHeader) {
 	if *h == nil {
-		*h = &pb.ResponseHeader{Revision: s.kv.Rev()}
+		*h = &pb.ResponseHeader{Revision: s.currentRev()}
 	}
 	(*h).ClusterId, (*h).MemberId, (*h).RaftTerm = s.clusterID, s.id, s.node.Term()
 }
@@ -163,6 +170,8 @@ func (s *Server) LinearizableReadCheck(ctx context.Context) error {
 
 // SerializableReadCheck reads the local store, as /health?serializable=true does.
 func (s *Server) SerializableReadCheck(ctx context.Context) error {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
 	_, err := s.applier.Range(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
 	return err
 }

@@ -23,8 +23,11 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 	if err != nil {
 		return nil, errs.ErrStopped
 	}
+	hdr := s.Header()
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
 	resp := &pb.StatusResponse{
-		Header:           s.Header(),
+		Header:           hdr,
 		Version:          serverVersion,
 		DbSize:           s.be.Size(),
 		DbSizeInUse:      s.be.SizeInUse(),
@@ -54,18 +57,21 @@ func hashIgnores(bucket, key []byte) bool {
 
 // Hash hashes the whole backend.
 func (s *Server) Hash(ctx context.Context) (*pb.HashResponse, error) {
+	hdr := s.Header()
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	h, err := s.be.Hash(hashIgnores)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.HashResponse{Header: s.Header(), Hash: h}, nil
+	return &pb.HashResponse{Header: hdr, Hash: h}, nil
 }
 
 // HashKV hashes the key space up to rev (0 = current).
 func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error) {
+	s.storeMu.RLock()
 	h, current, err := s.kv.HashByRev(rev)
+	s.storeMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}

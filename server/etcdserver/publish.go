@@ -67,6 +67,8 @@ func (s *Server) publish() {
 }
 
 func (s *Server) storedClusterVersion() string {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
 	tx := s.be.ReadTx()
 	tx.RLock()
 	defer tx.RUnlock()

@@ -3,7 +3,7 @@ package etcdserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +33,10 @@ type Server struct {
 
 	id, clusterID uint64
 
+	// The stores are replaced when a snapshot from the leader is installed.
+	// The apply loop uses them freely (installs happen on it, under
+	// applyMu); every other goroutine holds storeMu.RLock while it uses them.
+	storeMu sync.RWMutex
 	be      backend.Backend
 	kv      *mvcc.Store
 	applier *apply.Applier
@@ -100,30 +104,50 @@ func New(cfg *Config) (*Server, error) {
 }
 
 func (s *Server) openStores(b *bootstrapped) error {
+	if err := s.openBackendStores(); err != nil {
+		return err
+	}
+	if b.snapshot == nil || s.consistentIdx >= b.snapshot.GetMetadata().GetIndex() {
+		return nil
+	}
+	// The member crashed between persisting a snapshot from the leader and
+	// installing its db: finish the install now.
+	index := b.snapshot.GetMetadata().GetIndex()
+	s.closeBackendStores()
+	if err := s.moveSnapshotDB(index); err != nil {
+		return fmt.Errorf("the backend's consistent index is older than snapshot %d and its db cannot be installed: %w", index, err)
+	}
+	return s.openBackendStores()
+}
+
+// openBackendStores opens the backend, mvcc and applier on the db file and
+// reads the consistent index it holds.
+func (s *Server) openBackendStores() error {
 	be, err := s.openBackend()
 	if err != nil {
 		return err
 	}
-	s.be = be
 	tx := be.ReadTx()
 	tx.RLock()
 	ci, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex)
 	term, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaTerm)
 	tx.RUnlock()
-	if b.snapshot != nil && ci < b.snapshot.GetMetadata().GetIndex() {
-		be.Close()
-		return errors.New("the backend's consistent index is older than the newest snapshot; the db file does not belong with this WAL")
-	}
-	s.consistentIdx, s.consistentTerm = ci, term
 	initAuthRevision(be)
-	s.kv = mvcc.New(s.lg, be, mvcc.StoreConfig{})
-	s.applier, err = apply.New(apply.Config{KV: s.kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Logger: s.lg})
+	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{})
+	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Logger: s.lg})
 	if err != nil {
-		s.kv.Close()
+		kv.Close()
 		be.Close()
 		return err
 	}
+	s.be, s.kv, s.applier = be, kv, applier
+	s.consistentIdx, s.consistentTerm = ci, term
 	return nil
+}
+
+func (s *Server) closeBackendStores() {
+	s.kv.Close()
+	s.be.Close()
 }
 
 // Start runs the raft, apply, commit and read loops. A one-member cluster
@@ -195,10 +219,11 @@ func (s *Server) Stop() {
 		s.proposals.TriggerAll(nil)
 		s.node.Stop()
 		s.applyMu.Lock()
+		s.storeMu.Lock()
 		s.be.Commit()
+		s.closeBackendStores()
+		s.storeMu.Unlock()
 		s.applyMu.Unlock()
-		s.kv.Close()
-		s.be.Close()
 		s.storage.Close()
 	})
 }
@@ -217,11 +242,22 @@ func (s *Server) Leader() uint64 { return s.node.Leader() }
 
 // Header is the response header for the member's current state.
 func (s *Server) Header() *pb.ResponseHeader {
-	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.kv.Rev(), RaftTerm: s.node.Term()}
+	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.currentRev(), RaftTerm: s.node.Term()}
+}
+
+// currentRev is the store's revision.
+func (s *Server) currentRev() int64 {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
+	return s.kv.Rev()
 }
 
 // Alarms are the active alarms.
-func (s *Server) Alarms() []*pb.AlarmMember { return s.applier.Alarms() }
+func (s *Server) Alarms() []*pb.AlarmMember {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
+	return s.applier.Alarms()
+}
 
 // saveConsistentIndex is the backend's pre-commit hook; it runs inside
 // Backend.Commit, which this package calls only under applyMu.
