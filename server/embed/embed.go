@@ -73,7 +73,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
 	for _, l := range peerLns {
-		m.peer = append(m.peer, servePeer(l, lg))
+		m.peer = append(m.peer, servePeer(l, srv.PeerHandler(), lg))
 	}
 	go m.watch()
 	return m, nil
@@ -184,15 +184,10 @@ func closeAll(lns []net.Listener) {
 	}
 }
 
-// servePeer answers on the peer URLs. Until the peer protocol exists it
-// serves only /version, so the port is held and probes get an answer.
-func servePeer(l net.Listener, lg *zap.Logger) *http.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"etcdserver":%q,"etcdcluster":%q}`, config.EtcdVersion, config.ClusterVersion)
-	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+// servePeer serves the member's peer endpoints (raft traffic, /members,
+// /version) on a peer listener.
+func servePeer(l net.Listener, h http.Handler, lg *zap.Logger) *http.Server {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(l); err != nil && err != http.ErrServerClosed {
 			lg.Warn("peer listener stopped", zap.String("address", l.Addr().String()), zap.Error(err))

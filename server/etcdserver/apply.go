@@ -162,8 +162,10 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		if err := membership.Save(tx, m); err != nil {
 			s.lg.Error("cannot save member", zap.Error(err))
 		}
+		s.transport.AddPeer(m.ID, m.PeerURLs)
 	case raftpb.ConfChangeRemoveNode:
 		membership.Remove(tx, cc.GetNodeId())
+		s.transport.RemovePeer(cc.GetNodeId())
 	}
 }
 

@@ -72,9 +72,6 @@ func (s *Server) initialMembers() ([]*membership.Member, error) {
 		m := &membership.Member{ID: membership.ComputeMemberID(urls, s.cfg.InitialClusterToken, nil), PeerURLs: urls, Name: name}
 		members = append(members, m)
 	}
-	if len(members) > 1 {
-		return nil, fmt.Errorf("--initial-cluster names %d members; clusters of more than one member need the peer protocol, which this member does not speak yet", len(members))
-	}
 	return members, nil
 }
 

@@ -38,6 +38,8 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		IsLearner:        false,
 		DbSizeQuota:      s.applier.QuotaBytes(),
 		StorageVersion:   storageVersion,
+		// etcd always sends it, empty while no downgrade is in progress.
+		DowngradeInfo: &pb.DowngradeInfo{},
 	}
 	for _, a := range s.applier.Alarms() {
 		resp.Errors = append(resp.Errors, a.String())

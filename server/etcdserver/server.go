@@ -17,6 +17,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
@@ -36,12 +37,13 @@ type Server struct {
 	// The stores are replaced when a snapshot from the leader is installed.
 	// The apply loop uses them freely (installs happen on it, under
 	// applyMu); every other goroutine holds storeMu.RLock while it uses them.
-	storeMu sync.RWMutex
-	be      backend.Backend
-	kv      *mvcc.Store
-	applier *apply.Applier
-	storage *raftStorage
-	node    *raftnode.Node
+	storeMu   sync.RWMutex
+	be        backend.Backend
+	kv        *mvcc.Store
+	applier   *apply.Applier
+	storage   *raftStorage
+	node      *raftnode.Node
+	transport *peer.Transport
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
@@ -91,10 +93,16 @@ func New(cfg *Config) (*Server, error) {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
 		s.confState = b.snapshot.GetMetadata().GetConfState()
 	}
+	if s.transport, err = s.newTransport(); err != nil {
+		s.closeBackendStores()
+		b.storage.Close()
+		return nil, err
+	}
 	s.node = raftnode.New(raftnode.Config{
 		ID: b.id, Logger: s.lg, RawNode: b.node, MemStorage: b.memStorage,
-		Persister: b.storage, TickInterval: c.tickInterval(),
+		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
+	s.connectPeers(append(b.peers, s.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
 		return nil, err
@@ -206,7 +214,9 @@ func (s *Server) Errors() <-chan error { return s.errc }
 func (s *Server) watchRaftErrors() {
 	select {
 	case err := <-s.node.Errors():
-		s.errc <- err
+		s.fail(err)
+	case err := <-s.transport.Errors():
+		s.fail(err)
 	case <-s.stopc:
 	}
 }
@@ -217,6 +227,7 @@ func (s *Server) Stop() {
 		close(s.stopc)
 		s.wg.Wait()
 		s.proposals.TriggerAll(nil)
+		s.transport.Stop()
 		s.node.Stop()
 		s.applyMu.Lock()
 		s.storeMu.Lock()

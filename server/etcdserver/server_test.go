@@ -1,6 +1,8 @@
 package etcdserver
 
 import (
+	"time"
+
 	"io"
 	"os"
 	"path/filepath"
@@ -129,9 +131,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"name not in initial cluster", func(c *Config) { c.Name = "other" }},
 		{"existing cluster without data", func(c *Config) { c.NewCluster = false }},
-		{"two-member initial cluster", func(c *Config) {
-			c.InitialCluster = map[string][]string{testName: {testPeerURL}, "other": {"http://localhost:2480"}}
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,5 +270,23 @@ func copyDir(t *testing.T, from, to string) {
 	})
 	if err != nil {
 		t.Fatalf("copy %s: %v", from, err)
+	}
+}
+
+// A member that was opened but never started must still stop cleanly.
+func TestStopWithoutStart(t *testing.T) {
+	s, err := New(testConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.Stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(opTimeout):
+		t.Fatal("Stop of a member that never started hangs")
 	}
 }

@@ -89,6 +89,7 @@ type Node struct {
 	leaderMu   sync.Mutex
 	leaderc    chan struct{} // closed and replaced when the leader changes
 
+	started  atomic.Bool
 	stopOnce sync.Once
 	stopc    chan struct{}
 	donec    chan struct{}
@@ -116,11 +117,20 @@ func New(cfg Config) *Node {
 }
 
 // Start runs the Ready loop in its own goroutine.
-func (n *Node) Start() { go n.run() }
+func (n *Node) Start() {
+	n.started.Store(true)
+	go n.run()
+}
 
-// Stop ends the loop. Queued proposals are dropped with ErrStopped.
+// Stop ends the loop (if it ever started). Queued proposals are dropped
+// with ErrStopped.
 func (n *Node) Stop() {
-	n.stopOnce.Do(func() { close(n.stopc) })
+	n.stopOnce.Do(func() {
+		close(n.stopc)
+		if !n.started.Load() {
+			close(n.donec)
+		}
+	})
 	<-n.donec
 	n.dropQueued(ErrStopped)
 }
@@ -203,6 +213,35 @@ func (n *Node) ApplyConfChange(cc raftpb.ConfChangeI) (*raftpb.ConfState, error)
 	var cs *raftpb.ConfState
 	err := n.do(context.Background(), func(rn *raft.RawNode) { cs = rn.ApplyConfChange(cc) })
 	return cs, err
+}
+
+// Step feeds a message received from a peer into raft.
+func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
+	var err error
+	if doErr := n.do(ctx, func(rn *raft.RawNode) { err = rn.Step(m) }); doErr != nil {
+		return doErr
+	}
+	return err
+}
+
+// ReportUnreachable tells raft a peer could not be reached, so it probes
+// instead of streaming appends to it.
+func (n *Node) ReportUnreachable(id uint64) {
+	n.do(context.Background(), func(rn *raft.RawNode) { rn.ReportUnreachable(id) })
+}
+
+// ReportSnapshot tells raft how sending a snapshot to a peer went.
+func (n *Node) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
+	n.do(context.Background(), func(rn *raft.RawNode) { rn.ReportSnapshot(id, status) })
+}
+
+// ProposeConfChange proposes a membership change.
+func (n *Node) ProposeConfChange(ctx context.Context, cc raftpb.ConfChangeI) error {
+	var err error
+	if doErr := n.do(ctx, func(rn *raft.RawNode) { err = rn.ProposeConfChange(cc) }); doErr != nil {
+		return doErr
+	}
+	return err
 }
 
 // Status reports raft's view of the cluster.

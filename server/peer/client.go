@@ -1,0 +1,88 @@
+package peer
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Connection idle timeouts. A stream writer sends a link heartbeat every
+// streamReadTimeout/3, so a stream that stays silent longer is dead.
+const (
+	streamReadTimeout     = 5 * time.Second
+	streamWriteTimeout    = 5 * time.Second
+	pipelineReadTimeout   = 30 * time.Second
+	pipelineWriteTimeout  = 5 * time.Second
+	snapshotWriteTimeout  = 30 * time.Second
+	snapshotResponseLimit = 5 * time.Second // reading the answer once the upload is done
+)
+
+// clients are the HTTP clients for the three kinds of outgoing traffic;
+// they differ in how long a connection may sit idle.
+type clients struct {
+	stream, pipeline, snapshot *http.Client
+}
+
+func newClients(dialTimeout time.Duration, tlsCfg *tls.Config) clients {
+	return clients{
+		stream:   newClient(dialTimeout, streamReadTimeout, streamWriteTimeout, tlsCfg),
+		pipeline: newClient(dialTimeout, pipelineReadTimeout, pipelineWriteTimeout, tlsCfg),
+		snapshot: newClient(dialTimeout, 0, snapshotWriteTimeout, tlsCfg),
+	}
+}
+
+func (c clients) closeIdle() {
+	for _, cl := range []*http.Client{c.stream, c.pipeline, c.snapshot} {
+		if cl != nil {
+			cl.CloseIdleConnections()
+		}
+	}
+}
+
+// newClient returns an HTTP/1.1 client whose connections fail a read or
+// write that makes no progress within the given time (0: no limit).
+func newClient(dialTimeout, readTimeout, writeTimeout time.Duration, tlsCfg *tls.Config) *http.Client {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &deadlineConn{Conn: c, read: readTimeout, write: writeTimeout}, nil
+		},
+		TLSClientConfig:     tlsCfg,
+		TLSHandshakeTimeout: dialTimeout,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     time.Minute,
+	}
+	return &http.Client{Transport: tr}
+}
+
+// deadlineConn moves the connection's deadline forward before every read
+// and write, turning the deadlines into idle timeouts.
+type deadlineConn struct {
+	net.Conn
+	read, write time.Duration
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if c.read > 0 {
+		if err := c.SetReadDeadline(time.Now().Add(c.read)); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	if c.write > 0 {
+		if err := c.SetWriteDeadline(time.Now().Add(c.write)); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Write(b)
+}

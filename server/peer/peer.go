@@ -1,0 +1,240 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+)
+
+// Queue sizes (etcd's): a full queue drops rather than blocks.
+const (
+	streamQueueSize   = 4096
+	pipelineQueueSize = 64
+	recvQueueSize     = 4096
+	propQueueSize     = 4096
+	pipelineWorkers   = 4
+)
+
+// peer is everything the Transport keeps for one remote member.
+type peer struct {
+	t      *Transport
+	id     uint64
+	lg     *zap.Logger
+	urls   *urlPicker
+	status *peerStatus
+
+	msgAppWriter *streamWriter // MsgApp, msgappv2 format
+	msgWriter    *streamWriter // everything else, message format
+	pipeline     *pipeline
+
+	dropped atomic.Uint64 // messages Send found no room for
+
+	recvc chan *raftpb.Message // from both stream readers
+	propc chan *raftpb.Message // MsgProp, kept apart so proposals cannot crowd out raft traffic
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards stopped and wg.Add
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newPeer(t *Transport, id uint64, urls []string) (*peer, error) {
+	picker, err := newURLPicker(urls)
+	if err != nil {
+		return nil, err
+	}
+	lg := t.lg.With(zap.String("remote-peer-id", idString(id)))
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &peer{
+		t: t, id: id, lg: lg, urls: picker,
+		status: &peerStatus{lg: lg},
+		recvc:  make(chan *raftpb.Message, recvQueueSize),
+		propc:  make(chan *raftpb.Message, propQueueSize),
+		ctx:    ctx, cancel: cancel,
+	}
+	p.msgAppWriter = newStreamWriter(p, streamMsgAppV2)
+	p.msgWriter = newStreamWriter(p, streamMessage)
+	p.pipeline = &pipeline{p: p, msgc: make(chan *raftpb.Message, pipelineQueueSize)}
+	return p, nil
+}
+
+func (p *peer) start() {
+	p.goSafe(p.msgAppWriter.run)
+	p.goSafe(p.msgWriter.run)
+	p.goSafe((&streamReader{p: p, typ: streamMsgAppV2}).run)
+	p.goSafe((&streamReader{p: p, typ: streamMessage}).run)
+	for range pipelineWorkers {
+		p.goSafe(p.pipeline.run)
+	}
+	p.goSafe(func() { p.deliver(p.recvc) })
+	p.goSafe(func() { p.deliver(p.propc) })
+}
+
+// goSafe runs f on a goroutine the peer waits for on stop; it reports
+// false if the peer is already stopping.
+func (p *peer) goSafe(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// stop ends every goroutine of the peer and every stream it serves.
+func (p *peer) stop() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}
+
+// deliver steps received messages into raft in the order they arrived.
+func (p *peer) deliver(q <-chan *raftpb.Message) {
+	for {
+		select {
+		case m := <-q:
+			if err := p.t.process(p.ctx, m); err != nil && p.ctx.Err() == nil {
+				p.lg.Warn("failed to process raft message", zap.Error(err))
+			}
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// send queues m on the path that suits it, never blocking.
+func (p *peer) send(m *raftpb.Message) {
+	if m.GetType() == raftpb.MsgSnap {
+		if !p.goSafe(func() { p.sendSnapshot(m) }) {
+			p.t.reports.reportSnapshot(p.id, raft.SnapshotFailure)
+		}
+		return
+	}
+	q, path := p.pick(m)
+	select {
+	case q <- m:
+	default:
+		p.dropped.Add(1)
+		p.t.reports.reportUnreachable(p.id)
+		p.lg.Debug("dropped raft message: sending buffer is full",
+			zap.String("message-type", m.GetType().String()), zap.String("path", path))
+	}
+}
+
+// pick chooses the queue for m: MsgApp on the msgappv2 stream, anything on
+// the message stream, the pipeline when no stream is up.
+func (p *peer) pick(m *raftpb.Message) (chan<- *raftpb.Message, string) {
+	if m.GetType() == raftpb.MsgApp {
+		if q, ok := p.msgAppWriter.queue(); ok {
+			return q, "msgappv2"
+		}
+	}
+	if q, ok := p.msgWriter.queue(); ok {
+		return q, "message"
+	}
+	return p.pipeline.msgc, "pipeline"
+}
+
+// failed records a failed delivery to u.
+func (p *peer) failed(u url.URL, what string, err error) {
+	p.urls.unreachable(u)
+	p.status.deactivate(what, err)
+	if errors.Is(err, ErrMemberRemoved) {
+		p.t.reportCritical(ErrMemberRemoved)
+	}
+}
+
+// peerStatus tracks whether the peer is reachable and since when.
+type peerStatus struct {
+	lg     *zap.Logger
+	mu     sync.Mutex
+	active bool
+	since  time.Time
+}
+
+func (s *peerStatus) activate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		s.lg.Info("peer became active")
+		s.active, s.since = true, time.Now()
+	}
+}
+
+func (s *peerStatus) deactivate(what string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active {
+		s.lg.Warn("peer became inactive", zap.String("failed", what), zap.Error(err))
+		s.active, s.since = false, time.Time{}
+	}
+}
+
+func (s *peerStatus) activeSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.since
+}
+
+// urlPicker keeps using one of the peer's URLs until it fails.
+type urlPicker struct {
+	mu     sync.Mutex
+	urls   []url.URL
+	picked int
+}
+
+func newURLPicker(urls []string) (*urlPicker, error) {
+	p := &urlPicker{}
+	return p, p.update(urls)
+}
+
+func (p *urlPicker) update(urls []string) error {
+	parsed := make([]url.URL, 0, len(urls))
+	for _, s := range urls {
+		u, err := url.Parse(s)
+		if err != nil {
+			return err
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return errors.New("peer: URL must be http(s)://host:port: " + s)
+		}
+		parsed = append(parsed, *u)
+	}
+	if len(parsed) == 0 {
+		return errors.New("peer: no URLs")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.urls, p.picked = parsed, 0
+	return nil
+}
+
+func (p *urlPicker) pick() url.URL {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.urls[p.picked]
+}
+
+// unreachable moves on to the next URL if u is the one in use.
+func (p *urlPicker) unreachable(u url.URL) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u == p.urls[p.picked] {
+		p.picked = (p.picked + 1) % len(p.urls)
+	}
+}
