@@ -53,7 +53,7 @@ func (s *Server) bootstrapRaft() (*bootstrapped, error) {
 		return s.restartRaft()
 	}
 	if !s.cfg.NewCluster {
-		return nil, errors.New("joining an existing cluster needs the peer protocol, which this member does not speak yet (--initial-cluster-state=existing)")
+		return s.joinExistingCluster()
 	}
 	return s.startNewRaft()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -133,6 +134,40 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 		}
 	}
 	return &pb.MoveLeaderResponse{}, nil
+}
+
+// handOverLeadership moves leadership to the voter that has been connected
+// longest before a leader stops, so the cluster does not wait out an
+// election timeout (as etcd does on a graceful stop).
+func (s *Server) handOverLeadership() {
+	if !s.node.Started() || s.Leader() != s.id {
+		return
+	}
+	st, err := s.node.Status()
+	if err != nil {
+		return
+	}
+	var target uint64
+	var since time.Time
+	for id := range st.Config.Voters.IDs() {
+		if id == s.id {
+			continue
+		}
+		if t := s.transport.ActiveSince(id); !t.IsZero() && (target == 0 || t.Before(since)) {
+			target, since = id, t
+		}
+	}
+	if target == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	defer cancel()
+	s.lg.Info("leader is stopping; transferring leadership", zap.String("transferee", idHex(target)))
+	if _, err := s.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: target}); err != nil {
+		s.lg.Warn("leadership transfer failed", zap.String("transferee", idHex(target)), zap.Error(err))
+		return
+	}
+	s.lg.Info("leadership transferred", zap.String("transferee", idHex(target)))
 }
 
 func (s *Server) isVoter(id uint64) bool {

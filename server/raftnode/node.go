@@ -122,6 +122,9 @@ func (n *Node) Start() {
 	go n.run()
 }
 
+// Started reports whether Start was called.
+func (n *Node) Started() bool { return n.started.Load() }
+
 // Stop ends the loop (if it ever started). Queued proposals are dropped
 // with ErrStopped.
 func (n *Node) Stop() {

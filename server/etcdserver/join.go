@@ -1,0 +1,147 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/snap"
+	"github.com/cairnkv/cairn/server/wal"
+)
+
+// joinTimeout bounds asking one peer for the member list.
+const joinTimeout = 5 * time.Second
+
+// joinExistingCluster starts a member with an empty data dir that was added
+// to a running cluster (--initial-cluster-state=existing): it learns the
+// cluster ID and its own member ID from a peer's /members, checks that the
+// cluster is the one --initial-cluster describes, and starts raft without
+// peers; the leader then sends it the log or a snapshot.
+func (s *Server) joinExistingCluster() (*bootstrapped, error) {
+	remote, clusterID, err := s.fetchRemoteMembers()
+	if err != nil {
+		return nil, err
+	}
+	self, err := s.matchLocalMember(remote)
+	if err != nil {
+		return nil, err
+	}
+	md, err := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(self.ID), ClusterID: proto.Uint64(clusterID)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := wal.Create(s.lg, s.cfg.walDir(), md)
+	if err != nil {
+		return nil, fmt.Errorf("create wal: %w", err)
+	}
+	if s.cfg.UnsafeNoFsync {
+		w.SetUnsafeNoFsync()
+	}
+	ms := raft.NewMemoryStorage()
+	node, err := raft.NewRawNode(s.raftConfig(self.ID, ms))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.lg.Info("joining existing cluster", zap.String("local-member-id", idHex(self.ID)), zap.String("cluster-id", idHex(clusterID)))
+	return &bootstrapped{
+		id: self.ID, clusterID: clusterID, memStorage: ms, node: node, peers: remote,
+		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
+	}, nil
+}
+
+// fetchRemoteMembers asks the other members of --initial-cluster for the
+// member list, as etcd does; the first that answers wins.
+func (s *Server) fetchRemoteMembers() ([]*membership.Member, uint64, error) {
+	var errs []error
+	for name, urls := range s.cfg.InitialCluster {
+		if name == s.cfg.Name {
+			continue
+		}
+		for _, u := range urls {
+			members, cid, err := getMembers(u)
+			if err == nil {
+				return members, cid, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", u, err))
+		}
+	}
+	return nil, 0, fmt.Errorf("cannot fetch cluster info from peer urls: %w", errors.Join(errs...))
+}
+
+func getMembers(peerURL string) ([]*membership.Member, uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peerURL+"/members", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("unexpected status %s", resp.Status)
+	}
+	cid, err := strconv.ParseUint(resp.Header.Get("X-Etcd-Cluster-ID"), 16, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bad cluster ID header: %w", err)
+	}
+	var members []*membership.Member
+	if err := json.NewDecoder(resp.Body).Decode(&members); err != nil {
+		return nil, 0, fmt.Errorf("bad member list: %w", err)
+	}
+	return members, cid, nil
+}
+
+// matchLocalMember checks --initial-cluster against the cluster's member
+// list (same members, same peer URLs) and returns this member's entry.
+func (s *Server) matchLocalMember(remote []*membership.Member) (*membership.Member, error) {
+	if len(remote) != len(s.cfg.InitialCluster) {
+		return nil, fmt.Errorf("error validating peerURLs: member count is unequal (--initial-cluster has %d members, the cluster %d)",
+			len(s.cfg.InitialCluster), len(remote))
+	}
+	own := sortedCopy(s.cfg.PeerURLs)
+	var self *membership.Member
+	for _, m := range remote {
+		urls := sortedCopy(m.PeerURLs)
+		if !initialClusterHas(s.cfg.InitialCluster, urls) {
+			return nil, fmt.Errorf("error validating peerURLs: unmatched member while checking PeerURLs (%v is not in --initial-cluster)", m.PeerURLs)
+		}
+		if slices.Equal(urls, own) {
+			self = m
+		}
+	}
+	if self == nil {
+		return nil, fmt.Errorf("the cluster has no member with peer URLs %v; add it first (member add)", s.cfg.PeerURLs)
+	}
+	return self, nil
+}
+
+func initialClusterHas(cluster map[string][]string, urls []string) bool {
+	for _, u := range cluster {
+		if slices.Equal(sortedCopy(u), urls) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedCopy(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
