@@ -126,7 +126,7 @@ var otherOptions = []option{
 		help: "Lock the server's memory (bbolt pages in particular) in RAM."},
 	{name: "bootstrap-defrag-threshold-megabytes", section: secFeature, field: uintRef(func(c *Config) *uint { return &c.BootstrapDefragThresholdMegabytes }),
 		help: "Defragment at boot when that frees at least this many megabytes (0 disables)."},
-	{name: "max-learners", section: secFeature, field: intRef(func(c *Config) *int { return &c.MaxLearners }),
+	{name: "max-learners", section: secFeature, supported: true, field: intRef(func(c *Config) *int { return &c.MaxLearners }),
 		help: "Most learner members the cluster may have."},
 
 	// Unsafe.

@@ -123,6 +123,7 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		ClientURLs: urlStrings(cfg.AdvertiseClientUrls), PeerURLs: urlStrings(cfg.AdvertisePeerUrls),
 		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(),
 		TickMs: cfg.TickMs, ElectionTicks: cfg.ElectionTicks(), PreVote: cfg.PreVote,
+		StrictReconfigCheck: cfg.StrictReconfigCheck, MaxLearners: cfg.MaxLearners,
 		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries,
 		MaxSnapFiles: cfg.MaxSnapFiles, MaxWALFiles: cfg.MaxWalFiles,
 		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,

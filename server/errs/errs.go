@@ -46,3 +46,18 @@ var (
 	ErrCorrupt                    = errors.New("etcdserver: corrupt cluster")
 	ErrBadLeaderTransferee        = errors.New("etcdserver: bad leader transferee")
 )
+
+// Membership errors.
+var (
+	ErrIDRemoved               = errors.New("membership: ID removed")
+	ErrIDExists                = errors.New("membership: ID exists")
+	ErrIDNotFound              = errors.New("membership: ID not found")
+	ErrPeerURLExists           = errors.New("membership: peerURL exists")
+	ErrMemberNotLearner        = errors.New("membership: can only promote a learner member")
+	ErrLearnerNotReady         = errors.New("membership: can only promote a learner member which is in sync with leader")
+	ErrTooManyLearners         = errors.New("membership: too many learner members in cluster")
+	ErrNotEnoughStartedMembers = errors.New("etcdserver: re-configuration failed due to not enough started members")
+	ErrBadURLs                 = errors.New("etcdserver: given member URLs are invalid")
+	// ErrMemberRemoved: this member was removed from the cluster and stops.
+	ErrMemberRemoved = errors.New("the member has been permanently removed from the cluster")
+)

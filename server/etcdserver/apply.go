@@ -148,25 +148,62 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	}
 	tx := s.be.BatchTx()
 	tx.Lock()
-	defer tx.Unlock()
 	if b, err := json.Marshal(cs); err == nil {
 		tx.UnsafePut(backend.BucketMeta, backend.MetaConfState, b)
 	}
+	connect := s.applyMemberChange(tx, cc)
+	members, _ := membership.Load(tx)
+	tx.Unlock()
+	connect()
+	if cc.GetId() != 0 {
+		s.proposals.Trigger(cc.GetId(), members)
+	}
+	if cc.GetType() == raftpb.ConfChangeRemoveNode && cc.GetNodeId() == s.id {
+		s.goAttach(func() { s.fail(errs.ErrMemberRemoved) })
+	}
+}
+
+// applyMemberChange records a conf change in the members buckets. The
+// caller holds the batch tx lock; it runs the returned func after releasing
+// it, to tell the transport (which may wait for peer goroutines).
+func (s *Server) applyMemberChange(tx backend.UnsafeWriter, cc *raftpb.ConfChange) (connect func()) {
+	connect = func() {}
 	switch cc.GetType() {
-	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
+	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
 		m := &membership.Member{}
 		if err := jsonUnmarshal(cc.GetContext(), m); err != nil {
 			s.lg.Error("conf change carries no member", zap.Error(err))
-			return
+			return connect
+		}
+		if old := findIn(tx, m.ID); old != nil {
+			// Promotion or update: keep what the member published.
+			m.Name, m.ClientURLs = old.Name, old.ClientURLs
 		}
 		if err := membership.Save(tx, m); err != nil {
 			s.lg.Error("cannot save member", zap.Error(err))
 		}
-		s.transport.AddPeer(m.ID, m.PeerURLs)
+		if cc.GetType() == raftpb.ConfChangeUpdateNode {
+			connect = func() { s.transport.UpdatePeer(m.ID, m.PeerURLs) }
+		} else {
+			connect = func() { s.transport.AddPeer(m.ID, m.PeerURLs) }
+		}
 	case raftpb.ConfChangeRemoveNode:
 		membership.Remove(tx, cc.GetNodeId())
-		s.transport.RemovePeer(cc.GetNodeId())
+		if id := cc.GetNodeId(); id != s.id {
+			connect = func() { s.transport.RemovePeer(id) }
+		}
 	}
+	return connect
+}
+
+func findIn(tx backend.UnsafeReader, id uint64) *membership.Member {
+	members, _ := membership.Load(tx)
+	for _, m := range members {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
 }
 
 // takeSnapshot records a raft snapshot at the applied index and trims the

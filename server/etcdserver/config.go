@@ -29,6 +29,9 @@ type Config struct {
 	MaxSnapFiles           uint
 	MaxWALFiles            uint
 
+	StrictReconfigCheck bool
+	MaxLearners         int
+
 	QuotaBackendBytes    int64
 	MaxRequestBytes      uint
 	BackendBatchInterval time.Duration
@@ -87,6 +90,9 @@ func (c *Config) withDefaults() (*Config, error) {
 	}
 	if cc.BackendBatchLimit == 0 {
 		cc.BackendBatchLimit = 10000
+	}
+	if cc.MaxLearners == 0 {
+		cc.MaxLearners = 1
 	}
 	if cc.InitialClusterToken == "" {
 		cc.InitialClusterToken = "etcd-cluster"

@@ -91,6 +91,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft", raftHandler)
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
+	mux.HandleFunc(promotePath, s.servePromote)
 	mux.HandleFunc("/version", serveVersion)
 	return mux
 }

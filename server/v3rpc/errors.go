@@ -38,7 +38,17 @@ var grpcErrorOf = map[error]error{
 	errs.ErrTooManyRequests:            rpctypes.ErrGRPCRequestTooManyRequests,
 	errs.ErrUnhealthy:                  rpctypes.ErrGRPCUnhealthy,
 	errs.ErrCorrupt:                    rpctypes.ErrGRPCCorrupt,
-	errs.ErrBadLeaderTransferee:        rpctypes.ErrGRPCBadLeaderTransferee,
+
+	errs.ErrIDRemoved:               rpctypes.ErrGRPCMemberNotFound,
+	errs.ErrIDExists:                rpctypes.ErrGRPCMemberExist,
+	errs.ErrIDNotFound:              rpctypes.ErrGRPCMemberNotFound,
+	errs.ErrPeerURLExists:           rpctypes.ErrGRPCPeerURLExist,
+	errs.ErrMemberNotLearner:        rpctypes.ErrGRPCMemberNotLearner,
+	errs.ErrLearnerNotReady:         rpctypes.ErrGRPCLearnerNotReady,
+	errs.ErrTooManyLearners:         rpctypes.ErrGRPCTooManyLearners,
+	errs.ErrNotEnoughStartedMembers: rpctypes.ErrGRPCMemberNotEnoughStarted,
+	errs.ErrBadURLs:                 rpctypes.ErrGRPCMemberBadURLs,
+	errs.ErrBadLeaderTransferee:     rpctypes.ErrGRPCBadLeaderTransferee,
 }
 
 // toGRPCError turns an error of the member into what the client receives.

@@ -96,6 +96,9 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	gs := grpc.NewServer(opts...)
 	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
 	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg))
+	if cs, ok := s.(ClusterServer); ok {
+		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
+	}
 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

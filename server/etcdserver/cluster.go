@@ -1,0 +1,255 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/membership"
+)
+
+// Runtime membership changes (the Cluster service). Each change is a raft
+// conf change carrying the member as JSON; the proposer waits on the conf
+// change's ID, which the apply loop triggers with the member list after the
+// change.
+
+// healthInterval is how long a peer must have been connected to count as
+// started for --strict-reconfig-check (etcd's value).
+const healthInterval = 5 * time.Second
+
+// learnerReadyPercent is how close (in log entries) a learner must be to the
+// leader before it may be promoted: etcd's 90% rule.
+const learnerReadyPercent = 0.9
+
+// MemberList returns the members, after a read barrier when linearizable.
+func (s *Server) MemberList(ctx context.Context, linearizable bool) ([]*membership.Member, error) {
+	if linearizable {
+		if err := s.linearizableReadNotify(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.members(), nil
+}
+
+// MemberAdd adds a voter or a learner with peerURLs.
+func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner bool) (*membership.Member, []*membership.Member, error) {
+	if err := validPeerURLs(peerURLs); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	m := &membership.Member{ID: membership.ComputeMemberID(peerURLs, s.cfg.InitialClusterToken, &now), PeerURLs: peerURLs, IsLearner: isLearner}
+	if err := s.checkAdd(m); err != nil {
+		return nil, nil, err
+	}
+	typ := raftpb.ConfChangeAddNode
+	if isLearner {
+		typ = raftpb.ConfChangeAddLearnerNode
+	}
+	members, err := s.proposeConfChange(ctx, typ, m)
+	return m, members, err
+}
+
+// MemberRemove removes member id.
+func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]*membership.Member, error) {
+	m := s.findMember(id)
+	if m == nil {
+		if s.IsIDRemoved(id) {
+			return nil, errs.ErrIDRemoved
+		}
+		return nil, errs.ErrIDNotFound
+	}
+	if s.cfg.StrictReconfigCheck && !m.IsLearner && !s.readyToRemoveVoter(id) {
+		return nil, errs.ErrNotEnoughStartedMembers
+	}
+	return s.proposeConfChange(ctx, raftpb.ConfChangeRemoveNode, &membership.Member{ID: id})
+}
+
+// MemberUpdate changes the peer URLs of member id.
+func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) ([]*membership.Member, error) {
+	if err := validPeerURLs(peerURLs); err != nil {
+		return nil, err
+	}
+	m := s.findMember(id)
+	if m == nil {
+		return nil, errs.ErrIDNotFound
+	}
+	for _, other := range s.members() {
+		if other.ID != id && sharesURL(other.PeerURLs, peerURLs) {
+			return nil, errs.ErrPeerURLExists
+		}
+	}
+	updated := *m
+	updated.PeerURLs = peerURLs
+	return s.proposeConfChange(ctx, raftpb.ConfChangeUpdateNode, &updated)
+}
+
+// MemberPromote makes learner id a voter once it has caught up.
+func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Member, error) {
+	m := s.findMember(id)
+	if m == nil {
+		return nil, errs.ErrIDNotFound
+	}
+	if !m.IsLearner {
+		return nil, errs.ErrMemberNotLearner
+	}
+	if s.Leader() != s.id {
+		// Only the leader knows how far the learner is: ask it.
+		return s.forwardPromote(ctx, id)
+	}
+	if err := s.learnerReady(id); err != nil {
+		return nil, err
+	}
+	promoted := *m
+	promoted.IsLearner = false
+	return s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+}
+
+func (s *Server) checkAdd(m *membership.Member) error {
+	members := s.members()
+	learners := 0
+	for _, o := range members {
+		if o.ID == m.ID {
+			return errs.ErrIDExists
+		}
+		if sharesURL(o.PeerURLs, m.PeerURLs) {
+			return errs.ErrPeerURLExists
+		}
+		if o.IsLearner {
+			learners++
+		}
+	}
+	if s.IsIDRemoved(m.ID) {
+		return errs.ErrIDRemoved
+	}
+	if m.IsLearner && learners >= s.cfg.MaxLearners {
+		return errs.ErrTooManyLearners
+	}
+	if !m.IsLearner && s.cfg.StrictReconfigCheck && !s.readyToAddVoter(members) {
+		return errs.ErrNotEnoughStartedMembers
+	}
+	return nil
+}
+
+// readyToAddVoter: after the add, the voters that are started must still be
+// a quorum. A one-voter cluster may always add (etcd allows it, and then has
+// no quorum until the new member starts).
+func (s *Server) readyToAddVoter(members []*membership.Member) bool {
+	voters, started := s.countVoters(members, 0)
+	if voters == 1 {
+		return true
+	}
+	return started >= (voters+1)/2+1
+}
+
+// readyToRemoveVoter: after removing id, the started voters left must be a
+// quorum of the voters left.
+func (s *Server) readyToRemoveVoter(id uint64) bool {
+	voters, started := s.countVoters(s.members(), id)
+	return started >= (voters-1)/2+1
+}
+
+// countVoters counts voters, and those started (this member, or connected
+// for healthInterval), leaving exclude out of the started count.
+func (s *Server) countVoters(members []*membership.Member, exclude uint64) (voters, started int) {
+	for _, m := range members {
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if m.ID == exclude {
+			continue
+		}
+		if m.ID == s.id {
+			started++
+			continue
+		}
+		if since := s.transport.ActiveSince(m.ID); !since.IsZero() && time.Since(since) >= healthInterval {
+			started++
+		}
+	}
+	return voters, started
+}
+
+// learnerReady checks on the leader that the learner's log is within 10% of
+// the leader's commit index.
+func (s *Server) learnerReady(id uint64) error {
+	st, err := s.node.Status()
+	if err != nil {
+		return err
+	}
+	pr, ok := st.Progress[id]
+	if !ok {
+		return errs.ErrIDNotFound
+	}
+	if float64(pr.Match) < float64(st.GetCommit())*learnerReadyPercent {
+		return errs.ErrLearnerNotReady
+	}
+	return nil
+}
+
+// proposeConfChange proposes a conf change for m and waits until it is
+// applied; the result is the member list after it.
+func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeType, m *membership.Member) ([]*membership.Member, error) {
+	memberJSON, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	id := s.reqIDs.Next()
+	cc := &raftpb.ConfChange{Id: &id, Type: typ.Enum(), NodeId: &m.ID, Context: memberJSON}
+	resultc := s.proposals.Register(id)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.node.ProposeConfChange(cctx, cc); err != nil {
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, err)
+	}
+	select {
+	case x := <-resultc:
+		switch r := x.(type) {
+		case []*membership.Member:
+			return r, nil
+		case error:
+			return nil, r
+		}
+		return nil, errs.ErrStopped
+	case <-cctx.Done():
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, cctx.Err())
+	}
+}
+
+func (s *Server) findMember(id uint64) *membership.Member {
+	for _, m := range s.members() {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+func validPeerURLs(urls []string) error {
+	if len(urls) == 0 {
+		return errs.ErrBadURLs
+	}
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "unix" && p.Scheme != "unixs") || p.Host == "" {
+			return errs.ErrBadURLs
+		}
+	}
+	return nil
+}
+
+func sharesURL(a, b []string) bool {
+	for _, u := range a {
+		if slices.Contains(b, u) {
+			return true
+		}
+	}
+	return false
+}
