@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"errors"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +35,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	resultc := s.proposals.Register(id)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()
+	start := time.Now()
 	s.node.Propose(data, func(err error) { s.proposals.Trigger(id, err) })
 	select {
 	case x := <-resultc:
@@ -46,7 +48,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 		return nil, errs.ErrStopped
 	case <-cctx.Done():
 		s.proposals.Trigger(id, nil)
-		return nil, proposeError(cctx, cctx.Err())
+		return nil, s.timeoutError(cctx, start)
 	}
 	// No case on stopc: with hundreds of waiters, a shared channel in every
 	// select is a lock they all contend on. Stop releases them instead
@@ -63,6 +65,53 @@ func proposeError(ctx context.Context, err error) error {
 		return errs.ErrTimeout
 	}
 	return err
+}
+
+// timeoutError explains a proposal that was not applied in time, as etcd
+// does: the leader changed meanwhile, or this member lost its connection to
+// the leader (or, as leader, to a quorum), or plainly timed out.
+func (s *Server) timeoutError(ctx context.Context, start time.Time) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return errs.ErrCanceled
+	}
+	elected := s.node.LeaderElectedAt()
+	electionWindow := 2 * time.Duration(s.cfg.ElectionTicks) * s.cfg.tickInterval()
+	if start.Before(elected) && start.After(elected.Add(-electionWindow)) {
+		return errs.ErrTimeoutDueToLeaderFail
+	}
+	switch lead := s.Leader(); {
+	case lead == 0:
+	case lead == s.id:
+		if !s.connectedToQuorumSince(start) {
+			return errs.ErrTimeoutDueToConnectionLost
+		}
+	default:
+		if since := s.transport.ActiveSince(lead); since.IsZero() || since.After(start) {
+			return errs.ErrTimeoutDueToConnectionLost
+		}
+	}
+	return errs.ErrTimeout
+}
+
+// connectedToQuorumSince reports whether this member has been connected to
+// a quorum of voters (counting itself) since t.
+func (s *Server) connectedToQuorumSince(t time.Time) bool {
+	st, err := s.node.Status()
+	if err != nil {
+		return false
+	}
+	voters := st.Config.Voters.IDs()
+	connected := 0
+	for id := range voters {
+		if id == s.id {
+			connected++
+			continue
+		}
+		if since := s.transport.ActiveSince(id); !since.IsZero() && !since.After(t) {
+			connected++
+		}
+	}
+	return connected >= len(voters)/2+1
 }
 
 // proposeDropped maps raft refusing a proposal to the error etcd returns:

@@ -88,6 +88,7 @@ type Node struct {
 	persisted  atomic.Uint64 // index of the last entry in the WAL
 	leaderMu   sync.Mutex
 	leaderc    chan struct{} // closed and replaced when the leader changes
+	electedAt  time.Time     // when the current leader became known; guarded by leaderMu
 
 	started  atomic.Bool
 	stopOnce sync.Once
@@ -455,5 +456,15 @@ func (n *Node) setLeader(lead uint64) {
 	n.leaderMu.Lock()
 	close(n.leaderc)
 	n.leaderc = make(chan struct{})
+	if lead != 0 {
+		n.electedAt = time.Now()
+	}
 	n.leaderMu.Unlock()
+}
+
+// LeaderElectedAt is when the current leader became known to this member.
+func (n *Node) LeaderElectedAt() time.Time {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.electedAt
 }

@@ -90,6 +90,11 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
 		grpc.ChainStreamInterceptor(streamErrorInterceptor),
 	}
+	if lr, ok := s.(LeaderReporter); ok {
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(leaderUnaryInterceptor(lr)),
+			grpc.ChainStreamInterceptor(leaderStreamInterceptor(lr)))
+	}
 	if cfg.MaxConcurrentStreams > 0 {
 		opts = append(opts, grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams))
 	}
