@@ -95,6 +95,8 @@ func (m *Member) watch() {
 
 // Close stops serving and stops the member.
 func (m *Member) Close() {
+	// Hand leadership over while the peer connections are still up.
+	m.Server.HandOverLeadership()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, mux := range m.client {
@@ -103,10 +105,10 @@ func (m *Member) Close() {
 		}
 	}
 	m.grpc.Stop()
+	m.Server.Stop()
 	for _, p := range m.peer {
 		p.Close()
 	}
-	m.Server.Stop()
 }
 
 func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error) {

@@ -136,10 +136,10 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 	return &pb.MoveLeaderResponse{}, nil
 }
 
-// handOverLeadership moves leadership to the voter that has been connected
+// HandOverLeadership moves leadership to the voter that has been connected
 // longest before a leader stops, so the cluster does not wait out an
 // election timeout (as etcd does on a graceful stop).
-func (s *Server) handOverLeadership() {
+func (s *Server) HandOverLeadership() {
 	if !s.node.Started() || s.Leader() != s.id {
 		return
 	}

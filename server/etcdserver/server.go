@@ -224,7 +224,7 @@ func (s *Server) watchRaftErrors() {
 // Stop stops every loop, commits the backend and closes the files.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		s.handOverLeadership()
+		s.HandOverLeadership()
 		close(s.stopc)
 		s.wg.Wait()
 		s.proposals.TriggerAll(nil)
