@@ -142,7 +142,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		s.lg.Warn("conf change not applied to raft", zap.Error(err))
 		return
 	}
-	s.confState = cs
+	s.setConfState(cs)
 	if e.GetIndex() <= s.consistentIdx {
 		return // replay: raft needed the change again, the backend has it
 	}

@@ -36,7 +36,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		RaftIndex:        st.GetCommit(),
 		RaftTerm:         st.GetTerm(),
 		RaftAppliedIndex: s.appliedIndex.Load(),
-		IsLearner:        false,
+		IsLearner:        s.IsLearner(),
 		DbSizeQuota:      s.applier.QuotaBytes(),
 		StorageVersion:   storageVersion,
 		// etcd always sends it, empty while no downgrade is in progress.

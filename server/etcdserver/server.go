@@ -58,6 +58,7 @@ type Server struct {
 	snapshotIndex  uint64
 
 	appliedIndex atomic.Uint64
+	isLearner    atomic.Bool // this member is a learner in the current configuration
 
 	reads readBarrier
 
@@ -91,7 +92,7 @@ func New(cfg *Config) (*Server, error) {
 	s.reads.init()
 	if b.snapshot != nil {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
-		s.confState = b.snapshot.GetMetadata().GetConfState()
+		s.setConfState(b.snapshot.GetMetadata().GetConfState())
 	}
 	if s.transport, err = s.newTransport(); err != nil {
 		s.closeBackendStores()
@@ -256,6 +257,19 @@ func (s *Server) Leader() uint64 { return s.node.Leader() }
 func (s *Server) Header() *pb.ResponseHeader {
 	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.currentRev(), RaftTerm: s.node.Term()}
 }
+
+// setConfState records raft's configuration (apply loop or start only).
+func (s *Server) setConfState(cs *raftpb.ConfState) {
+	s.confState = cs
+	learner := false
+	for _, id := range cs.GetLearners() {
+		learner = learner || id == s.id
+	}
+	s.isLearner.Store(learner)
+}
+
+// IsLearner reports whether this member is a learner.
+func (s *Server) IsLearner() bool { return s.isLearner.Load() }
 
 // currentRev is the store's revision.
 func (s *Server) currentRev() int64 {

@@ -56,7 +56,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("install snapshot %d: %w", index, err)
 	}
-	s.confState = snap.GetMetadata().GetConfState()
+	s.setConfState(snap.GetMetadata().GetConfState())
 	s.snapshotIndex = index
 	s.appliedIndex.Store(index)
 	s.appliedWait.Trigger(index)

@@ -90,6 +90,11 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
 		grpc.ChainStreamInterceptor(streamErrorInterceptor),
 	}
+	if lc, ok := s.(LearnerChecker); ok {
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(learnerUnaryInterceptor(lc)),
+			grpc.ChainStreamInterceptor(learnerStreamInterceptor(lc)))
+	}
 	if lr, ok := s.(LeaderReporter); ok {
 		opts = append(opts,
 			grpc.ChainUnaryInterceptor(leaderUnaryInterceptor(lr)),
