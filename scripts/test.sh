@@ -22,5 +22,5 @@ short="-short"
 echo "== unit tests (race)"
 go test -race -count=1 $(go list ./... | grep -v /tests/)
 
-echo "== e2e tests"
-go test -race -count=1 $short -timeout 15m ./tests/...
+echo "== e2e and compatibility tests (real processes; one package at a time)"
+go test -race -count=1 $short -p 1 -timeout 20m ./tests/...
