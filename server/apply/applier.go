@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
@@ -35,7 +36,10 @@ type Config struct {
 	// (2 GiB), a negative value disables the quota.
 	QuotaBackendBytes int64
 	Leases            LeaseLookup
-	Logger            *zap.Logger
+	// Lessor, when set, applies lease requests and is told which keys each
+	// write attached to or detached from a lease; it also serves as Leases.
+	Lessor *lease.Lessor
+	Logger *zap.Logger
 }
 
 // Result is the outcome of one applied request.
@@ -56,6 +60,7 @@ type Applier struct {
 	kv     mvcc.KV
 	be     backend.Backend
 	leases LeaseLookup
+	lessor *lease.Lessor
 	quota  backendQuota
 	alarms *alarmSet
 }
@@ -74,11 +79,16 @@ func New(cfg Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apply: loading alarms: %w", err)
 	}
+	leases := cfg.Leases
+	if cfg.Lessor != nil {
+		leases = cfg.Lessor
+	}
 	return &Applier{
 		lg:     lg,
 		kv:     cfg.KV,
 		be:     cfg.Backend,
-		leases: cfg.Leases,
+		leases: leases,
+		lessor: cfg.Lessor,
 		quota:  newBackendQuota(cfg.Backend, cfg.QuotaBackendBytes),
 		alarms: alarms,
 	}, nil
@@ -104,6 +114,12 @@ func (a *Applier) Apply(ctx context.Context, r *pb.InternalRaftRequest) *Result 
 		return a.applyCompaction(r.Compaction)
 	case r.Alarm != nil:
 		return a.applyAlarm(r.Alarm)
+	case r.LeaseGrant != nil:
+		return a.applyLeaseGrant(r.LeaseGrant)
+	case r.LeaseRevoke != nil:
+		return a.applyLeaseRevoke(r.LeaseRevoke)
+	case r.LeaseCheckpoint != nil:
+		return a.applyLeaseCheckpoint(r.LeaseCheckpoint)
 	default:
 		return &Result{Err: fmt.Errorf("%w: %s", ErrUnsupportedRequest, requestFields(r))}
 	}

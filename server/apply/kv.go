@@ -18,7 +18,7 @@ func (a *Applier) put(ctx context.Context, p *pb.PutRequest) (*pb.PutResponse, e
 		return nil, err
 	}
 	tw := a.kv.Write()
-	defer tw.End()
+	defer a.endWrite(tw)
 	prev, err := previousKV(ctx, tw, p)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func writePut(tw mvcc.WriteView, p *pb.PutRequest, prev *mvccpb.KeyValue) *pb.Pu
 // deleteRange applies a DeleteRange on its own write transaction.
 func (a *Applier) deleteRange(ctx context.Context, dr *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
 	tw := a.kv.Write()
-	defer tw.End()
+	defer a.endWrite(tw)
 	return executeDelete(ctx, tw, tw, dr)
 }
 

@@ -59,7 +59,7 @@ func (a *Applier) txn(ctx context.Context, rt *pb.TxnRequest) (*pb.TxnResponse, 
 		return a.runTxn(ctx, readOnlyView{tr}, rt)
 	}
 	tw := a.kv.Write()
-	defer tw.End()
+	defer a.endWrite(tw)
 	return a.runTxn(ctx, tw, rt)
 }
 

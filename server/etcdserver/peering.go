@@ -92,6 +92,8 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.HandleFunc(promotePath, s.servePromote)
+	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
+	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
 	mux.HandleFunc("/version", serveVersion)
 	return mux
 }

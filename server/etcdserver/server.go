@@ -16,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/idutil"
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/raftnode"
@@ -40,6 +41,7 @@ type Server struct {
 	storeMu   sync.RWMutex
 	be        backend.Backend
 	kv        *mvcc.Store
+	lessor    *lease.Lessor
 	applier   *apply.Applier
 	storage   *raftStorage
 	node      *raftnode.Node
@@ -143,18 +145,26 @@ func (s *Server) openBackendStores() error {
 	tx.RUnlock()
 	initAuthRevision(be)
 	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{})
-	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Logger: s.lg})
+	lessor, err := s.openLessor(be, kv)
 	if err != nil {
 		kv.Close()
 		be.Close()
 		return err
 	}
-	s.be, s.kv, s.applier = be, kv, applier
+	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Lessor: lessor, Logger: s.lg})
+	if err != nil {
+		lessor.Stop()
+		kv.Close()
+		be.Close()
+		return err
+	}
+	s.be, s.kv, s.lessor, s.applier = be, kv, lessor, applier
 	s.consistentIdx, s.consistentTerm = ci, term
 	return nil
 }
 
 func (s *Server) closeBackendStores() {
+	s.lessor.Stop()
 	s.kv.Close()
 	s.be.Close()
 }
@@ -171,6 +181,8 @@ func (s *Server) Start() {
 	s.goAttach(s.purgeLoop)
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
+	s.goAttach(s.leaseLeadershipLoop)
+	s.goAttach(s.revokeExpiredLeasesLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}

@@ -106,6 +106,9 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	gs := grpc.NewServer(opts...)
 	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
 	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg))
+	if ls, ok := s.(LeaseServer); ok {
+		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: ls})
+	}
 	if cs, ok := s.(ClusterServer); ok {
 		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
 	}

@@ -1,0 +1,172 @@
+package etcdserver
+
+import (
+	"context"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/lease"
+	"github.com/cairnkv/cairn/server/storage/backend"
+	"github.com/cairnkv/cairn/server/storage/mvcc"
+)
+
+// Leases on the member. Grant, revoke and checkpoints go through raft and
+// are applied by server/apply into the lessor. Only the leader's lessor is
+// primary: it expires leases (this file proposes their revokes) and serves
+// keepalives; a follower forwards keepalives and TimeToLive to the leader
+// over the peer URLs (leasehttp.go).
+
+// expiredLeaseCheckInterval bounds how long the revoke loop waits before it
+// looks again at a lessor replaced by a snapshot install.
+const expiredLeaseCheckInterval = 500 * time.Millisecond
+
+// openLessor opens the lessor on a backend and re-attaches the live keys.
+func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, error) {
+	l, err := lease.NewLessor(lease.Config{
+		Backend:                    be,
+		NewTxn:                     func() lease.TxnDeleter { return kv.Write() },
+		MinLeaseTTL:                lease.MinTTL(s.cfg.ElectionTicks, s.cfg.tickInterval()),
+		ExpiredLeasesRetryInterval: s.cfg.requestTimeout(),
+		Logger:                     s.lg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.RecoverAttachments(context.Background(), kv); err != nil {
+		l.Stop()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s *Server) currentLessor() *lease.Lessor {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
+	return s.lessor
+}
+
+// leaseLeadershipLoop makes the lessor primary while this member leads.
+// A new leader extends every lease by an election timeout, as etcd does, so
+// leases are not expired for the time the cluster had no leader.
+func (s *Server) leaseLeadershipLoop() {
+	primaryOf := (*lease.Lessor)(nil)
+	for {
+		changed := s.node.LeaderChanged()
+		l := s.currentLessor()
+		leading := s.Leader() == s.id
+		switch {
+		case leading && (primaryOf != l || !l.IsPrimary()):
+			l.Promote(time.Duration(s.cfg.ElectionTicks) * s.cfg.tickInterval())
+			primaryOf = l
+		case !leading && l.IsPrimary():
+			l.Demote()
+			primaryOf = nil
+		}
+		select {
+		case <-changed:
+		case <-time.After(expiredLeaseCheckInterval): // a snapshot install may have replaced the lessor
+		case <-s.stopc:
+			return
+		}
+	}
+}
+
+// revokeExpiredLeasesLoop proposes a revoke for every lease the primary
+// lessor reports expired.
+func (s *Server) revokeExpiredLeasesLoop() {
+	for {
+		select {
+		case leases := <-s.currentLessor().ExpiredLeasesC():
+			for _, l := range leases {
+				s.revokeExpired(l.ID())
+			}
+		case <-time.After(expiredLeaseCheckInterval):
+		case <-s.stopc:
+			return
+		}
+	}
+}
+
+func (s *Server) revokeExpired(id lease.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	defer cancel()
+	_, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: int64(id)}})
+	if err != nil && err != errs.ErrLeaseNotFound {
+		s.lg.Warn("failed to revoke expired lease", zap.Int64("lease-id", int64(id)), zap.Error(err))
+	}
+}
+
+// LeaseGrant grants a lease; ID 0 picks a fresh positive ID.
+func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	for r.ID == 0 {
+		r.ID = int64(s.reqIDs.Next() & (1<<63 - 1))
+	}
+	if err := s.checkQuota(ctx, r); err != nil {
+		return nil, err
+	}
+	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
+	if err != nil {
+		return nil, err
+	}
+	out := resp.(*pb.LeaseGrantResponse)
+	s.fillHeader(&out.Header)
+	return out, nil
+}
+
+// LeaseRevoke revokes a lease and deletes its keys.
+func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
+	if err != nil {
+		return nil, err
+	}
+	out := resp.(*pb.LeaseRevokeResponse)
+	s.fillHeader(&out.Header)
+	return out, nil
+}
+
+// LeaseRenew renews a lease on the leader (forwarding from a follower) and
+// returns its TTL; an unknown lease answers errs.ErrLeaseNotFound.
+func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	if s.Leader() == s.id {
+		ttl, err := s.currentLessor().Renew(ctx, lease.LeaseID(id))
+		if err != lease.ErrNotPrimary {
+			return ttl, err
+		}
+	}
+	return s.forwardKeepAlive(ctx, id)
+}
+
+// LeaseTimeToLive reports a lease's remaining and granted TTL (and keys).
+func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if s.Leader() != s.id {
+		return s.forwardTimeToLive(ctx, r)
+	}
+	return s.localTimeToLive(r), nil
+}
+
+func (s *Server) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLiveResponse {
+	resp := &pb.LeaseTimeToLiveResponse{Header: s.Header(), ID: r.ID, TTL: -1}
+	l := s.currentLessor().Lookup(lease.LeaseID(r.ID))
+	if l == nil {
+		return resp
+	}
+	resp.TTL, resp.GrantedTTL = l.RemainingTTL(), l.TTL()
+	if r.Keys {
+		for _, k := range l.Keys() {
+			resp.Keys = append(resp.Keys, []byte(k))
+		}
+	}
+	return resp
+}
+
+// LeaseLeases lists the leases.
+func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
+	resp := &pb.LeaseLeasesResponse{Header: s.Header()}
+	for _, l := range s.currentLessor().Leases() {
+		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: int64(l.ID())})
+	}
+	return resp, nil
+}
