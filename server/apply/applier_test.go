@@ -118,7 +118,7 @@ func TestApplyUnsupportedRequest(t *testing.T) {
 		want string
 	}{
 		{"empty", &pb.InternalRaftRequest{ID: 7}, "empty request"},
-		{"lease grant", &pb.InternalRaftRequest{LeaseGrant: &pb.LeaseGrantRequest{TTL: 5}}, "lease_grant"},
+		{"auth", &pb.InternalRaftRequest{AuthEnable: &pb.AuthEnableRequest{}}, "auth_enable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
