@@ -36,13 +36,16 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()
 	start := time.Now()
-	s.node.Propose(data, func(err error) { s.proposals.Trigger(id, err) })
+	s.node.Propose(cctx, data, func(err error) { s.proposals.Trigger(id, err) })
 	select {
 	case x := <-resultc:
 		switch res := x.(type) {
 		case *apply.Result:
 			return res, nil
-		case error: // raft dropped the proposal
+		case error: // raft dropped the proposal, or its wait for a leader ended
+			if errors.Is(res, context.DeadlineExceeded) || errors.Is(res, context.Canceled) {
+				return nil, s.timeoutError(cctx, start)
+			}
 			return nil, proposeDropped(res)
 		}
 		return nil, errs.ErrStopped
@@ -115,7 +118,8 @@ func (s *Server) connectedToQuorumSince(t time.Time) bool {
 }
 
 // proposeDropped maps raft refusing a proposal to the error etcd returns:
-// raft's own "raft proposal dropped" (e.g. no leader), or "server stopped".
+// raft's own "raft proposal dropped" (e.g. during a leadership transfer), or
+// "server stopped". Without a leader proposals are held, not dropped.
 func proposeDropped(err error) error {
 	if errors.Is(err, raftnode.ErrStopped) {
 		return errs.ErrStopped

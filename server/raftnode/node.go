@@ -62,6 +62,7 @@ type Config struct {
 
 // proposal is one entry waiting to be stepped into raft.
 type proposal struct {
+	ctx    context.Context // a proposal whose caller gave up is never stepped
 	data   []byte
 	onDrop func(error)
 }
@@ -174,11 +175,13 @@ func (n *Node) LeaderChanged() <-chan struct{} {
 }
 
 // Propose queues data for raft. It does not wait: the proposer learns the
-// outcome when the entry is applied, or through onDrop (called once, from
-// the raft goroutine) if raft refuses it, e.g. because there is no leader.
-func (n *Node) Propose(data []byte, onDrop func(error)) {
+// outcome when the entry is applied, or through onDrop (called once) if raft
+// refuses it. While no leader is known proposals stay queued, as raft.Node
+// holds them, until a leader appears or ctx ends; a proposal whose ctx has
+// ended by the time it would be stepped is dropped with ctx's error.
+func (n *Node) Propose(ctx context.Context, data []byte, onDrop func(error)) {
 	n.propMu.Lock()
-	n.props = append(n.props, proposal{data: data, onDrop: onDrop})
+	n.props = append(n.props, proposal{ctx: ctx, data: data, onDrop: onDrop})
 	n.propMu.Unlock()
 	select {
 	case n.propNotify <- struct{}{}:
@@ -285,6 +288,7 @@ func (n *Node) run() {
 		select {
 		case <-ticker.C:
 			n.rn.Tick()
+			n.stepProposals() // held while there was no leader
 		case <-n.propNotify:
 			n.stepProposals()
 		case op := <-n.opc:
@@ -295,7 +299,20 @@ func (n *Node) run() {
 		if !n.processReadys() {
 			return
 		}
+		if n.Leader() != 0 && n.hasQueued() {
+			// A leader just became known: step what was held meanwhile.
+			n.stepProposals()
+			if !n.processReadys() {
+				return
+			}
+		}
 	}
+}
+
+func (n *Node) hasQueued() bool {
+	n.propMu.Lock()
+	defer n.propMu.Unlock()
+	return len(n.props) > 0
 }
 
 // processReadys handles every Ready raft has; for a single member the
@@ -317,12 +334,25 @@ func (n *Node) processReadys() bool {
 	return true
 }
 
-// stepProposals hands every queued proposal to raft in one message.
+// stepProposals hands every queued proposal to raft in one message, once a
+// leader is known.
 func (n *Node) stepProposals() {
+	if n.Leader() == 0 {
+		n.dropExpired()
+		return
+	}
 	n.propMu.Lock()
-	batch := n.props
+	queued := n.props
 	n.props = nil
 	n.propMu.Unlock()
+	batch := queued[:0]
+	for _, p := range queued {
+		if err := p.ctx.Err(); err != nil {
+			p.onDrop(err)
+			continue
+		}
+		batch = append(batch, p)
+	}
 	if len(batch) == 0 {
 		return
 	}
@@ -335,6 +365,25 @@ func (n *Node) stepProposals() {
 		for _, p := range batch {
 			p.onDrop(err)
 		}
+	}
+}
+
+// dropExpired drops the queued proposals whose callers gave up.
+func (n *Node) dropExpired() {
+	n.propMu.Lock()
+	var expired []proposal
+	kept := n.props[:0]
+	for _, p := range n.props {
+		if p.ctx.Err() != nil {
+			expired = append(expired, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	n.props = kept
+	n.propMu.Unlock()
+	for _, p := range expired {
+		p.onDrop(p.ctx.Err())
 	}
 }
 

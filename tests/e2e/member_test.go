@@ -55,6 +55,9 @@ type member struct {
 	env       []string
 	logPath   string
 	cwd       string
+	// bin is the executable (default: cairnBin); cluster tests may run a
+	// real etcd as one of the members.
+	bin string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -145,20 +148,37 @@ func startMember(t testing.TB, o memberOpts) *member {
 // ready line.
 func (m *member) start() {
 	m.t.Helper()
+	m.waitReady(m.launch())
+}
+
+// binary is the executable the member runs.
+func (m *member) binary() string {
+	if m.bin != "" {
+		return m.bin
+	}
+	return cairnBin
+}
+
+// launch starts the process without waiting for it to be ready; the
+// returned channel is closed once the ready line has been logged. Members
+// of a multi-member cluster only become ready together, so they are
+// launched first and waited for afterwards.
+func (m *member) launch() <-chan struct{} {
+	m.t.Helper()
 	logFile, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		m.t.Fatalf("opening log file: %v", err)
 	}
-	fmt.Fprintf(logFile, "=== start %s %s\n", cairnBin, strings.Join(m.args, " "))
+	fmt.Fprintf(logFile, "=== start %s %s\n", m.binary(), strings.Join(m.args, " "))
 	lw := &lineWatcher{w: logFile, needle: []byte(readyLine), found: make(chan struct{})}
-	cmd := exec.Command(cairnBin, m.args...)
+	cmd := exec.Command(m.binary(), m.args...)
 	cmd.Env = append(os.Environ(), m.env...)
 	cmd.Dir = m.cwd
 	cmd.Stdout = lw
 	cmd.Stderr = lw
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		m.t.Fatalf("starting cairn: %v", err)
+		m.t.Fatalf("starting %s: %v", m.binary(), err)
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
@@ -172,8 +192,18 @@ func (m *member) start() {
 		m.mu.Unlock()
 		close(exited)
 	}()
+	return lw.found
+}
+
+// waitReady waits for ready (from launch) to be closed, failing the test if
+// the process exits first or takes longer than startTimeout.
+func (m *member) waitReady(ready <-chan struct{}) {
+	m.t.Helper()
+	m.mu.Lock()
+	exited := m.exited
+	m.mu.Unlock()
 	select {
-	case <-lw.found:
+	case <-ready:
 	case <-exited:
 		m.t.Fatalf("member %s exited before it was ready: %v", m.name, m.exitError())
 	case <-time.After(startTimeout):
