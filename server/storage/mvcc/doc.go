@@ -19,4 +19,21 @@
 // revision) and the index's own RWMutex. Readers never wait for the writer
 // longer than one index operation: they read values through the backend's
 // concurrent ReadTx.
+//
+// Watchers (NewWatchStream) observe the key space from any readable
+// revision on. Every write transaction, at its end and still holding the
+// batch, hands its events to the synced watchers of the changed keys, so
+// live notifications go out in revision order, one response per revision.
+// A watcher that starts in the past, or whose stream's channel was full (a
+// "victim": its response is kept and retried), catches up in a background
+// goroutine that reads the key bucket by revision, in batches of whole
+// revisions, until it reaches the newest notified revision and joins the
+// synced watchers again. Sends never block, so a slow consumer never slows
+// writers down and still loses nothing; a watcher that falls behind the
+// compacted revision gets one response with CompactRevision and then
+// nothing more. Events share their KeyValues with the write transaction
+// and with each other: they are read-only. The watchers' lock (watchHub.mu)
+// comes after the batch and before revMu (the write transaction moves the
+// revision under it); the catch-up reads the backend without it, under
+// txnMu held shared.
 package mvcc

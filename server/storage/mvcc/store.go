@@ -51,6 +51,7 @@ type Store struct {
 	compactMainRev int64 // revision of the last scheduled compaction; -1 if none
 
 	compactor *compactor
+	watch     *watchHub // the watchers; see NewWatchStream
 	closeOnce sync.Once
 }
 
@@ -82,6 +83,7 @@ func New(lg *zap.Logger, b backend.Backend, cfg StoreConfig) *Store {
 	if err := s.restore(); err != nil {
 		lg.Panic("failed to restore the mvcc store from the backend", zap.Error(err))
 	}
+	s.watch = newWatchHub(s, s.currentRev)
 	return s
 }
 
@@ -99,12 +101,15 @@ func (s *Store) FirstRev() int64 {
 	return max(s.compactMainRev, 0)
 }
 
-// Close stops the background compaction between two of its rounds and waits
-// for it. The done channel of an interrupted compaction is never closed (the
-// removal did not finish); New resumes it on the next start. The caller must
-// not hold a transaction.
+// Close stops the background compaction between two of its rounds and the
+// watchers' background catch-up, and waits for both. The done channel of an
+// interrupted compaction is never closed (the removal did not finish); New
+// resumes it on the next start. The caller must not hold a transaction.
 func (s *Store) Close() error {
-	s.closeOnce.Do(s.compactor.stop)
+	s.closeOnce.Do(func() {
+		s.compactor.stop()
+		s.watch.stop()
+	})
 	return nil
 }
 

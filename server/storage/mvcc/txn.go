@@ -218,18 +218,24 @@ func (t *writeTxn) delete(key []byte) {
 	t.changes = append(t.changes, &mvccpb.KeyValue{Key: key, ModRevision: idxRev.Main})
 }
 
-// End publishes the changes: the revision moves while the batch is still
-// locked, so a reader that sees the new revision also sees its values.
+// End publishes the changes: the watchers get them, then the revision moves
+// while the batch is still locked, so a reader that sees the new revision
+// also sees its values, and a watcher added later starts after it.
 func (t *writeTxn) End() {
 	if len(t.changes) > 0 {
-		t.s.revMu.Lock()
-		t.s.currentRev++
-		t.tx.Unlock()
-		t.s.revMu.Unlock()
+		t.s.watch.notify(t.beginRev+1, t.changes, t.publish)
 	} else {
 		t.tx.Unlock()
 	}
 	t.s.txnMu.RUnlock()
+}
+
+// publish makes the changes current and releases the batch.
+func (t *writeTxn) publish() {
+	t.s.revMu.Lock()
+	t.s.currentRev++
+	t.tx.Unlock()
+	t.s.revMu.Unlock()
 }
 
 // mustMarshal encodes kv; a KeyValue has no field that can fail to encode.
