@@ -16,7 +16,9 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 			return nil, err
 		}
 	}
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return nil, errs.ErrStopped
+	}
 	resp, err := s.applier.Range(ctx, r)
 	s.storeMu.RUnlock()
 	if err != nil {
@@ -60,7 +62,9 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 				return nil, err
 			}
 		}
-		s.storeMu.RLock()
+		if !s.rlockStores() {
+			return nil, errs.ErrStopped
+		}
 		res := s.applier.Apply(ctx, &pb.InternalRaftRequest{Txn: r})
 		s.storeMu.RUnlock()
 		if res.Err != nil {
@@ -109,7 +113,9 @@ func (s *Server) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.Comp
 // checkQuota refuses a write that would take the backend past its quota and
 // raises the NOSPACE alarm through raft, as etcd does before proposing.
 func (s *Server) checkQuota(ctx context.Context, r proto.Message) error {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return errs.ErrStopped
+	}
 	fits := s.applier.QuotaAvailable(r)
 	s.storeMu.RUnlock()
 	if fits {
@@ -170,7 +176,9 @@ func (s *Server) LinearizableReadCheck(ctx context.Context) error {
 
 // SerializableReadCheck reads the local store, as /health?serializable=true does.
 func (s *Server) SerializableReadCheck(ctx context.Context) error {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return errs.ErrStopped
+	}
 	defer s.storeMu.RUnlock()
 	_, err := s.applier.Range(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
 	return err

@@ -25,7 +25,9 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		return nil, errs.ErrStopped
 	}
 	hdr := s.Header()
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return nil, errs.ErrStopped
+	}
 	defer s.storeMu.RUnlock()
 	resp := &pb.StatusResponse{
 		Header:           hdr,
@@ -72,7 +74,9 @@ func (s *Server) Hash(ctx context.Context) (*pb.HashResponse, error) {
 
 // HashKV hashes the key space up to rev (0 = current).
 func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error) {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return nil, errs.ErrStopped
+	}
 	h, current, err := s.kv.HashByRev(rev)
 	s.storeMu.RUnlock()
 	if err != nil {

@@ -23,7 +23,9 @@ func (s *Server) Process(ctx context.Context, m *raftpb.Message) error {
 
 // IsIDRemoved reports whether id was removed from the cluster.
 func (s *Server) IsIDRemoved(id uint64) bool {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return false
+	}
 	defer s.storeMu.RUnlock()
 	tx := s.be.ReadTx()
 	tx.RLock()
@@ -72,7 +74,9 @@ func (s *Server) connectPeers(members []*membership.Member) {
 
 // members returns the members the backend knows.
 func (s *Server) members() []*membership.Member {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return nil
+	}
 	defer s.storeMu.RUnlock()
 	tx := s.be.ReadTx()
 	tx.RLock()

@@ -67,7 +67,9 @@ func (s *Server) publish() {
 }
 
 func (s *Server) storedClusterVersion() string {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return ""
+	}
 	defer s.storeMu.RUnlock()
 	tx := s.be.ReadTx()
 	tx.RLock()

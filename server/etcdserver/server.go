@@ -38,7 +38,8 @@ type Server struct {
 	// The stores are replaced when a snapshot from the leader is installed.
 	// The apply loop uses them freely (installs happen on it, under
 	// applyMu); every other goroutine holds storeMu.RLock while it uses them.
-	storeMu   sync.RWMutex
+	storeMu      sync.RWMutex
+	storesClosed bool // set by Stop under storeMu
 	be        backend.Backend
 	kv        *mvcc.Store
 	lessor    *lease.Lessor
@@ -247,6 +248,7 @@ func (s *Server) Stop() {
 		s.storeMu.Lock()
 		s.be.Commit()
 		s.closeBackendStores()
+		s.storesClosed = true
 		s.storeMu.Unlock()
 		s.applyMu.Unlock()
 		s.storage.Close()
@@ -283,16 +285,31 @@ func (s *Server) setConfState(cs *raftpb.ConfState) {
 // IsLearner reports whether this member is a learner.
 func (s *Server) IsLearner() bool { return s.isLearner.Load() }
 
+// rlockStores read-locks the stores; false (and no lock held) once Stop has
+// closed them.
+func (s *Server) rlockStores() bool {
+	s.storeMu.RLock()
+	if s.storesClosed {
+		s.storeMu.RUnlock()
+		return false
+	}
+	return true
+}
+
 // currentRev is the store's revision.
 func (s *Server) currentRev() int64 {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return 0
+	}
 	defer s.storeMu.RUnlock()
 	return s.kv.Rev()
 }
 
 // Alarms are the active alarms.
 func (s *Server) Alarms() []*pb.AlarmMember {
-	s.storeMu.RLock()
+	if !s.rlockStores() {
+		return nil
+	}
 	defer s.storeMu.RUnlock()
 	return s.applier.Alarms()
 }
