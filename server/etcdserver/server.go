@@ -40,13 +40,13 @@ type Server struct {
 	// applyMu); every other goroutine holds storeMu.RLock while it uses them.
 	storeMu      sync.RWMutex
 	storesClosed bool // set by Stop under storeMu
-	be        backend.Backend
-	kv        *mvcc.Store
-	lessor    *lease.Lessor
-	applier   *apply.Applier
-	storage   *raftStorage
-	node      *raftnode.Node
-	transport *peer.Transport
+	be           backend.Backend
+	kv           *mvcc.Store
+	lessor       *lease.Lessor
+	applier      *apply.Applier
+	storage      *raftStorage
+	node         *raftnode.Node
+	transport    *peer.Transport
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
