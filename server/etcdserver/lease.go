@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -165,7 +166,10 @@ func (s *Server) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLi
 // LeaseLeases lists the leases.
 func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
 	resp := &pb.LeaseLeasesResponse{Header: s.Header()}
-	for _, l := range s.currentLessor().Leases() {
+	leases := s.currentLessor().Leases()
+	// etcd lists the leases that expire soonest first.
+	sort.SliceStable(leases, func(i, j int) bool { return leases[i].Remaining() < leases[j].Remaining() })
+	for _, l := range leases {
 		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: int64(l.ID())})
 	}
 	return resp, nil
