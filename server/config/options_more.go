@@ -114,7 +114,7 @@ var otherOptions = []option{
 		help: "Most revisions deleted per compaction batch. Tuning only."},
 	{name: "compaction-sleep-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.CompactionSleepInterval }),
 		help: "Pause between compaction batches. Tuning only."},
-	{name: "watch-progress-notify-interval", section: secFeature, field: duration(func(c *Config) *time.Duration { return &c.WatchProgressNotifyInterval }),
+	{name: "watch-progress-notify-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.WatchProgressNotifyInterval }),
 		help: "Interval of periodic watch progress notifications."},
 	{name: "downgrade-check-time", section: secFeature, field: duration(func(c *Config) *time.Duration { return &c.DowngradeCheckTime }),
 		help: "Interval between downgrade status checks."},

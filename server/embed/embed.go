@@ -62,6 +62,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
+		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 	})
 	handler := httpapi.NewHandler(srv, lg)
 	if cfg.EnablePprof {

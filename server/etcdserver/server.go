@@ -44,6 +44,7 @@ type Server struct {
 	kv           *mvcc.Store
 	lessor       *lease.Lessor
 	applier      *apply.Applier
+	watches      watchStreams // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
 	transport    *peer.Transport
@@ -165,6 +166,7 @@ func (s *Server) openBackendStores() error {
 }
 
 func (s *Server) closeBackendStores() {
+	s.watches.closeAll()
 	s.lessor.Stop()
 	s.kv.Close()
 	s.be.Close()

@@ -12,6 +12,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
@@ -52,6 +53,9 @@ type Config struct {
 	MaxTxnOps uint
 	// MaxConcurrentStreams per HTTP/2 connection (0 means gRPC's default).
 	MaxConcurrentStreams uint32
+	// WatchProgressNotifyInterval is etcd's --watch-progress-notify-interval
+	// (0 means etcd's default, 10 minutes; less than 100ms means 100ms).
+	WatchProgressNotifyInterval time.Duration
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -111,6 +115,9 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	}
 	if cs, ok := s.(ClusterServer); ok {
 		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
+	}
+	if ws, ok := s.(WatchServer); ok {
+		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, lg))
 	}
 
 	hs := health.NewServer()
