@@ -49,7 +49,7 @@ var options = []option{
 		help: "Largest client request, in bytes, the server accepts."},
 	{name: "max-concurrent-streams", section: secMember, supported: true, shown: "math.MaxUint32", field: uint32Ref(func(c *Config) *uint32 { return &c.MaxConcurrentStreams }),
 		help: "Most concurrent gRPC streams one client connection may open."},
-	{name: "enable-grpc-gateway", section: secMember, field: boolean(func(c *Config) *bool { return &c.EnableGRPCGateway }),
+	{name: "enable-grpc-gateway", section: secMember, supported: true, field: boolean(func(c *Config) *bool { return &c.EnableGRPCGateway }),
 		help: "Serve the JSON gateway to the gRPC API."},
 	{name: "grpc-keepalive-min-time", section: secMember, field: duration(func(c *Config) *time.Duration { return &c.GRPCKeepAliveMinTime }),
 		help: "Shortest interval a client should wait between pings."},

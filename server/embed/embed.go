@@ -27,6 +27,7 @@ type Member struct {
 	Server *etcdserver.Server
 	lg     *zap.Logger
 	grpc   *grpc.Server
+	gw     *httpapi.Gateway
 	client []*httpapi.Mux
 	peer   []*http.Server
 	errc   chan error
@@ -65,6 +66,16 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 	})
 	handler := httpapi.NewHandler(srv, lg)
+	if cfg.EnableGRPCGateway {
+		if m.gw, err = httpapi.NewGateway(m.grpc); err != nil {
+			m.grpc.Stop()
+			srv.Stop()
+			closeAll(clientLns)
+			closeAll(peerLns)
+			return nil, err
+		}
+		handler = httpapi.WithGateway(m.gw, handler)
+	}
 	if cfg.EnablePprof {
 		handler = withPprof(handler)
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
@@ -106,6 +117,9 @@ func (m *Member) Close() {
 		}
 	}
 	m.grpc.Stop()
+	if m.gw != nil {
+		m.gw.Close()
+	}
 	m.Server.Stop()
 	for _, p := range m.peer {
 		p.Close()
