@@ -155,6 +155,9 @@ func (b *backend) writeDefragged(path string) error {
 	}
 	opts := *b.bopts
 	opts.NoSync = true // one fsync at the end is enough for a file not yet in use
+	// No large initial mmap for the copy: bbolt grows a file towards its
+	// mapping, and a compacted db must come out small (etcd does the same).
+	opts.InitialMmapSize = 0
 	tmp, err := bolt.Open(path, 0o600, &opts)
 	if err != nil {
 		return fmt.Errorf("backend: defrag: open %s: %w", path, err)
