@@ -1,0 +1,29 @@
+// Package client is cairn's Go client for the etcd v3 gRPC API.
+//
+// A Client holds one gRPC ClientConn. A manual resolver hands the conn every
+// configured endpoint, and gRPC's round_robin balancer keeps one
+// sub-connection per endpoint and spreads requests over the ready ones. This
+// is the design of etcd's "clientv3-grpc1.23" client.
+//
+// Retries live in a unary and a stream interceptor. Requests that may be
+// repeated without changing their outcome (Range, read-only Txn, MemberList,
+// Status, LeaseTimeToLive, the Watch and LeaseKeepAlive streams, ...) are
+// retried with backoff when gRPC answers codes.Unavailable. Mutations (Put,
+// DeleteRange, Txn with writes, LeaseGrant, Compact, ...) are retried only
+// when the request provably never left the client: gRPC failed to pick a
+// connection because dialing the endpoint failed. Retries are bounded by
+// Config.MaxRetries and by the caller's context; nothing retries forever
+// unless the caller asks for it.
+//
+// Watches resume after a reconnect from the revision after the last one they
+// delivered, so events are neither lost nor repeated. Lease keep-alives
+// reopen their stream likewise until the lease expires.
+//
+// Errors that the server sent are returned as go.etcd.io/etcd/api/v3's
+// rpctypes errors (compare them with errors.Is against rpctypes.ErrCompacted
+// and friends); a canceled or expired context is returned as ctx.Err().
+//
+// The API mirrors clientv3's names (Get, Put, Delete, Txn, WithPrefix, ...)
+// so that code written for clientv3 reads familiar, but the package does not
+// depend on it.
+package client

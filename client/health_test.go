@@ -1,0 +1,56 @@
+package client
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func names(eps []endpoint) string {
+	var out []string
+	for _, ep := range eps {
+		out = append(out, ep.raw)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestUsableEndpoints(t *testing.T) {
+	eps, _ := parseEndpoints([]string{"a:1", "b:1", "c:1"})
+	healthy := memberHealth{ok: true, hasLeader: true, index: 10}
+	var hs healthState
+	check := func(name string, health map[string]memberHealth, want string) {
+		t.Helper()
+		if got := names(hs.usable(eps, health)); got != want {
+			t.Errorf("%s: usable %q, want %q", name, got, want)
+		}
+	}
+	check("all healthy", map[string]memberHealth{"a:1": healthy, "b:1": healthy, "c:1": healthy}, "a:1,b:1,c:1")
+	check("down, learner and leaderless", map[string]memberHealth{
+		"a:1": {}, "b:1": {ok: true, learner: true, hasLeader: true}, "c:1": healthy,
+	}, "c:1")
+	hs = healthState{}
+	check("first look", map[string]memberHealth{"a:1": healthy, "b:1": healthy, "c:1": healthy}, "a:1,b:1,c:1")
+	stalled := healthy
+	advanced := memberHealth{ok: true, hasLeader: true, index: 20}
+	check("a stalls while the cluster advances", map[string]memberHealth{
+		"a:1": stalled, "b:1": advanced, "c:1": advanced,
+	}, "b:1,c:1")
+	check("idle cluster", map[string]memberHealth{
+		"a:1": advanced, "b:1": advanced, "c:1": advanced,
+	}, "a:1,b:1,c:1")
+	check("nothing usable keeps every endpoint", map[string]memberHealth{}, "a:1,b:1,c:1")
+}
+
+func TestHealthCheckSteersOffStoppedMember(t *testing.T) {
+	ms := startCluster(t, 3)
+	c, err := New(Config{Endpoints: urls(ms), HealthCheckInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ms[2].stop()
+	time.Sleep(300 * time.Millisecond)
+	for range 20 {
+		must(c.Get(testCtx(t), "k"))
+	}
+}
