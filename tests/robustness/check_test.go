@@ -1,0 +1,194 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// revLog is the cluster's revision history after the run, read back
+// revision by revision: which value was written at which revision.
+type revLog struct {
+	final int64
+	putAt map[string]int64 // value -> revision that wrote it
+}
+
+// readRevLog reads the key space at every revision 1..final from cli
+// (serializably, the member must be up to date) and derives the revision
+// of every write. It also checks that the history is well-formed: every
+// revision after the first changes something, and nothing changes without
+// the revision saying so. Problems are returned, not fatal.
+func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
+	snaps := make([][]kv, final+1)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan int64)
+	for range 4 {
+		wg.Go(func() {
+			for r := range next {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				resp, err := cli.Get(ctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(r), clientv3.WithSerializable())
+				cancel()
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("reading revision %d: %w", r, err)
+				}
+				if err == nil {
+					snaps[r] = toKVs(resp.Kvs)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for r := int64(1); r <= final; r++ {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	l := &revLog{final: final, putAt: map[string]int64{}}
+	var problems []string
+	prev := map[string]kv{}
+	for r := int64(1); r <= final; r++ {
+		cur := map[string]kv{}
+		changed := false
+		for _, k := range snaps[r] {
+			cur[k.key] = k
+			if k.mod > r || k.createRev > k.mod {
+				problems = append(problems, fmt.Sprintf("revision %d: impossible kv %v", r, k))
+			}
+			if k.mod == r {
+				changed = true
+				if at, dup := l.putAt[k.value]; dup {
+					problems = append(problems, fmt.Sprintf("value %q written twice, at revisions %d and %d", k.value, at, r))
+				}
+				l.putAt[k.value] = r
+				continue
+			}
+			if p, ok := prev[k.key]; !ok || p != k {
+				problems = append(problems, fmt.Sprintf("revision %d: %v changed without its mod revision (before: %v)", r, k, p))
+			}
+		}
+		for key := range prev {
+			if _, ok := cur[key]; !ok {
+				changed = true
+			}
+		}
+		if r > 1 && !changed {
+			problems = append(problems, fmt.Sprintf("revision %d changed nothing", r))
+		}
+		prev = cur
+	}
+	return l, problems, nil
+}
+
+// buildHistory turns the records into porcupine operations, using the
+// revision history to resolve writes of unknown outcome:
+//   - an acknowledged put or successful txn must be in the revision
+//     history at exactly the revision it was acknowledged with (a lost or
+//     misplaced write is reported);
+//   - a put or txn of unknown outcome is dropped if its (unique) value was
+//     never written, and otherwise must apply at the revision that wrote
+//     it, before any request that saw that revision returned;
+//   - deletes and revokes of unknown outcome may or may not have applied
+//     and stay pending until the end;
+//   - serializable gets are checked here, not by porcupine: every value
+//     they return was written at the mod revision they report.
+func buildHistory(recs []record, l *revLog) ([]porcupine.Operation, []string) {
+	var problems []string
+	var end int64
+	type revRet struct{ rev, ret int64 }
+	var seen []revRet
+	for _, r := range recs {
+		end = max(end, r.ret)
+		if !r.out.unknown && !r.serializable {
+			seen = append(seen, revRet{r.out.rev, r.ret})
+		}
+	}
+	end += int64(time.Hour)
+	// minRetFrom[i]: the earliest return among requests that saw a
+	// revision >= seen[i].rev.
+	sort.Slice(seen, func(i, j int) bool { return seen[i].rev < seen[j].rev })
+	minRetFrom := make([]int64, len(seen)+1)
+	minRetFrom[len(seen)] = end
+	for i := len(seen) - 1; i >= 0; i-- {
+		minRetFrom[i] = min(minRetFrom[i+1], seen[i].ret)
+	}
+	firstSeeing := func(rev int64) int64 {
+		i := sort.Search(len(seen), func(i int) bool { return seen[i].rev >= rev })
+		return minRetFrom[i]
+	}
+
+	var ops []porcupine.Operation
+	for _, r := range recs {
+		in, out, ret := r.in, r.out, r.ret
+		if r.serializable {
+			for _, k := range out.kvs {
+				if at, ok := l.putAt[k.value]; !ok || at != k.mod {
+					problems = append(problems, fmt.Sprintf("client %d: serializable get(%q) returned %v, but the revision history has that value at revision %d", r.client, in.key, k, at))
+				}
+			}
+			if out.rev > l.final {
+				problems = append(problems, fmt.Sprintf("client %d: serializable get(%q) at revision %d, beyond the final revision %d", r.client, in.key, out.rev, l.final))
+			}
+			continue
+		}
+		writes := in.kind == opPut || in.kind == opTxn
+		switch {
+		case writes && !out.unknown && (in.kind == opPut || out.succeeded):
+			if at, ok := l.putAt[in.value]; !ok || at != out.rev {
+				problems = append(problems, fmt.Sprintf("client %d: %s acknowledged, but the revision history has the value at revision %d (0: never written)", r.client, describe(in, out), at))
+			}
+		case writes && out.unknown:
+			at, ok := l.putAt[in.value]
+			if !ok {
+				continue // never applied (or, for a txn, its compare failed)
+			}
+			in.appliedAt = at
+			ret = max(r.call, firstSeeing(at))
+		case out.unknown:
+			ret = end
+		}
+		ops = append(ops, porcupine.Operation{ClientId: r.client, Input: in, Call: r.call, Output: out, Return: ret})
+	}
+	// Values in the revision history must come from some request.
+	attempted := map[string]bool{}
+	for _, r := range recs {
+		if r.in.kind == opPut || r.in.kind == opTxn {
+			attempted[r.in.value] = true
+		}
+	}
+	for _, v := range slices.Sorted(maps.Keys(l.putAt)) {
+		if !attempted[v] {
+			problems = append(problems, fmt.Sprintf("value %q at revision %d was never written by any client", v, l.putAt[v]))
+		}
+	}
+	return ops, problems
+}
+
+// checkLinearizable runs porcupine; unless the history is linearizable it
+// writes the visualization, with the faults as annotations, to path.
+func checkLinearizable(ops []porcupine.Operation, faults []faultEvent, path string, timeout time.Duration) (porcupine.CheckResult, error) {
+	res, info := porcupine.CheckOperationsVerbose(kvModel, ops, timeout)
+	if res == porcupine.Ok {
+		return res, nil
+	}
+	var ann []porcupine.Annotation
+	for _, f := range faults {
+		ann = append(ann, porcupine.Annotation{Tag: "faults", Start: f.start, End: f.end, Description: fmt.Sprintf("%s m%d", f.name, f.member), BackgroundColor: "#fdd"})
+	}
+	info.AddAnnotations(ann)
+	return res, porcupine.VisualizePath(kvModel, info, path)
+}

@@ -1,0 +1,497 @@
+package robustness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnkv/cairn/pkg/proxy"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+const (
+	readyLine    = "ready to serve client requests"
+	startTimeout = 60 * time.Second
+	stopTimeout  = 20 * time.Second
+	// recoverTimeout bounds how long the cluster may take to agree on a
+	// leader again once a fault is undone.
+	recoverTimeout = 30 * time.Second
+)
+
+// proc is one member process, restarted on the same data dir and ports.
+type proc struct {
+	name, bin string
+	args      []string
+	logPath   string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+}
+
+// start launches the process and waits for its ready line.
+func (p *proc) start() error {
+	ready, err := p.launch()
+	if err != nil {
+		return err
+	}
+	return p.waitReady(ready)
+}
+
+func (p *proc) launch() (<-chan struct{}, error) {
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f, "=== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
+	w := &readyWatcher{f: f, found: make(chan struct{})}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited, p.paused = cmd, exited, false
+	p.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(exited)
+	}()
+	return w.found, nil
+}
+
+func (p *proc) waitReady(ready <-chan struct{}) error {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-exited:
+		return fmt.Errorf("%s exited before it was ready (log %s)", p.name, p.logPath)
+	case <-time.After(startTimeout):
+		return fmt.Errorf("%s not ready after %v (log %s)", p.name, startTimeout, p.logPath)
+	}
+}
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to a running process.
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(sig)
+		switch sig {
+		case syscall.SIGSTOP:
+			p.paused = true
+		case syscall.SIGCONT:
+			p.paused = false
+		}
+	}
+}
+
+// kill SIGKILLs the process and waits until it is gone.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// stop resumes a paused process, SIGTERMs it and kills it if it has not
+// exited within stopTimeout.
+func (p *proc) stop() {
+	if !p.running() {
+		return
+	}
+	p.signal(syscall.SIGCONT)
+	p.signal(syscall.SIGTERM)
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(stopTimeout):
+		p.kill()
+	}
+}
+
+// readyWatcher copies process output to a file and closes found at the
+// first line containing readyLine.
+type readyWatcher struct {
+	mu    sync.Mutex
+	f     *os.File
+	tail  []byte
+	found chan struct{}
+	done  bool
+}
+
+func (w *readyWatcher) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.tail = append(w.tail, b...)
+		if bytes.Contains(w.tail, []byte(readyLine)) {
+			w.done = true
+			w.tail = nil
+			close(w.found)
+		} else if i := bytes.LastIndexByte(w.tail, '\n'); i >= 0 {
+			w.tail = append(w.tail[:0], w.tail[i+1:]...)
+		}
+	}
+	return w.f.Write(b)
+}
+
+// cluster is a three-member cluster whose members reach each other through
+// a fault-injecting proxy each: member i listens for peers on its own port
+// and advertises its proxy's address.
+type cluster struct {
+	t         *testing.T
+	dir       string
+	procs     []*proc
+	proxies   []*proxy.Proxy
+	endpoints []string
+	admin     []*clientv3.Client // one per member, pinned to it
+	ids       []uint64
+
+	mu       sync.Mutex
+	isolated map[int]bool
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func mustPort(t *testing.T) int {
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startCluster starts size members of bin with logs and data under dir.
+func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) *cluster {
+	c := &cluster{t: t, dir: dir, isolated: map[int]bool{}}
+	listen := make([]string, size)
+	var initial []string
+	for i := range size {
+		listen[i] = fmt.Sprintf("127.0.0.1:%d", mustPort(t))
+		p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Target: listen[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.proxies = append(c.proxies, p)
+		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, p.Addr()))
+	}
+	t.Cleanup(c.shutdown)
+	for i := range size {
+		c.filterIsolatedSenders(i)
+		clientURL := fmt.Sprintf("http://127.0.0.1:%d", mustPort(t))
+		c.endpoints = append(c.endpoints, clientURL)
+		name := fmt.Sprintf("m%d", i)
+		c.procs = append(c.procs, &proc{
+			name:    name,
+			bin:     bin,
+			logPath: filepath.Join(dir, name+".log"),
+			args: append([]string{
+				"--name", name,
+				"--data-dir", filepath.Join(dir, name+".etcd"),
+				"--listen-client-urls", clientURL,
+				"--advertise-client-urls", clientURL,
+				"--listen-peer-urls", "http://" + listen[i],
+				"--initial-advertise-peer-urls", "http://" + c.proxies[i].Addr(),
+				"--initial-cluster", strings.Join(initial, ","),
+				"--initial-cluster-token", "robustness",
+				"--initial-cluster-state", "new",
+				"--heartbeat-interval", "50",
+				"--election-timeout", "500",
+				// Snapshot often and keep few entries after one, so
+				// that members that were down or cut off catch up
+				// through a snapshot.
+				"--snapshot-count", "200",
+				"--snapshot-catchup-entries", "100",
+			}, extraArgs...),
+		})
+	}
+	ready := make([]<-chan struct{}, size)
+	for i, p := range c.procs {
+		r, err := p.launch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready[i] = r
+	}
+	for i, p := range c.procs {
+		if err := p.waitReady(ready[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ep := range c.endpoints {
+		cli, err := newClient([]string{ep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.admin = append(c.admin, cli)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ml, err := c.admin[0].MemberList(ctx)
+	if err != nil {
+		t.Fatalf("member list: %v", err)
+	}
+	c.ids = make([]uint64, size)
+	for _, m := range ml.Members {
+		var i int
+		if _, err := fmt.Sscanf(m.Name, "m%d", &i); err != nil || i < 0 || i >= size {
+			t.Fatalf("unexpected member %q", m.Name)
+		}
+		c.ids[i] = m.ID
+	}
+	if _, err := c.waitLeader(recoverTimeout); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(),
+	})
+}
+
+// shutdown undoes every fault and stops all members.
+func (c *cluster) shutdown() {
+	for i := range c.proxies {
+		c.heal(i)
+		c.proxies[i].UndelayTx()
+		c.proxies[i].UndelayRx()
+	}
+	for _, cli := range c.admin {
+		cli.Close()
+	}
+	var wg sync.WaitGroup
+	for _, p := range c.procs {
+		wg.Go(p.stop)
+	}
+	wg.Wait()
+	for _, p := range c.proxies {
+		p.Close()
+	}
+}
+
+// leaderOf asks member i who leads; 0 if it cannot say.
+func (c *cluster) leaderOf(i int) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s, err := c.admin[i].Status(ctx, c.endpoints[i])
+	if err != nil {
+		return 0
+	}
+	return s.Leader
+}
+
+// leader returns the index of the member that a running member reports as
+// leader, or -1.
+func (c *cluster) leader() int {
+	for i := range c.procs {
+		if !c.procs[i].running() {
+			continue
+		}
+		if id := c.leaderOf(i); id != 0 {
+			for j, x := range c.ids {
+				if x == id {
+					return j
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// waitLeader waits until every member names the same leader.
+func (c *cluster) waitLeader(d time.Duration) (int, error) {
+	deadline := time.Now().Add(d)
+	for {
+		var ids []uint64
+		for i := range c.procs {
+			ids = append(ids, c.leaderOf(i))
+		}
+		same := ids[0] != 0
+		for _, id := range ids {
+			same = same && id == ids[0]
+		}
+		if same {
+			for j, x := range c.ids {
+				if x == ids[0] {
+					return j, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("members did not agree on a leader within %v: %x", d, ids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// filterIsolatedSenders makes proxy j drop every request chunk sent by an
+// isolated member (the raft transport names the sender in X-Server-From):
+// blackholing a member's own proxy only cuts connections the others open
+// to it, not the ones it opens to them.
+func (c *cluster) filterIsolatedSenders(j int) {
+	c.proxies[j].ModifyTx(func(b []byte) []byte {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.isolated) == 0 {
+			return b
+		}
+		lower := bytes.ToLower(b)
+		for k := range c.isolated {
+			if k != j && bytes.Contains(lower, fmt.Appendf(nil, "x-server-from: %x\r\n", c.ids[k])) {
+				return nil
+			}
+		}
+		return b
+	})
+}
+
+// isolate cuts member i off from its peers (clients still reach it).
+func (c *cluster) isolate(i int) {
+	c.mu.Lock()
+	c.isolated[i] = true
+	c.mu.Unlock()
+	c.proxies[i].BlackholeTx()
+	c.proxies[i].BlackholeRx()
+	for _, p := range c.proxies {
+		p.ResetConnections()
+	}
+}
+
+// heal undoes isolate(i).
+func (c *cluster) heal(i int) {
+	c.mu.Lock()
+	was := c.isolated[i]
+	delete(c.isolated, i)
+	c.mu.Unlock()
+	c.proxies[i].UnblackholeTx()
+	c.proxies[i].UnblackholeRx()
+	if was {
+		for _, p := range c.proxies {
+			p.ResetConnections()
+		}
+	}
+}
+
+// syncRevision makes member i serve a linearizable read and returns the
+// revision it read at.
+func (c *cluster) syncRevision(i int) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.admin[i].Get(ctx, "sync-probe")
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// settle waits until every member serves linearizable reads at one and
+// the same revision twice in a row, i.e. nothing is left to apply.
+func (c *cluster) settle(d time.Duration) (int64, error) {
+	deadline := time.Now().Add(d)
+	var last []int64
+	var lastErr error
+	stable := 0
+	for time.Now().Before(deadline) {
+		var revs []int64
+		lastErr = nil
+		for i := range c.procs {
+			r, err := c.syncRevision(i)
+			if err != nil {
+				lastErr = fmt.Errorf("m%d: %w", i, err)
+				break
+			}
+			revs = append(revs, r)
+		}
+		if lastErr == nil && len(revs) == len(c.procs) && revs[0] == revs[len(revs)-1] && revs[0] == revs[1] {
+			if slicesEqual(revs, last) {
+				stable++
+				if stable >= 2 {
+					return revs[0], nil
+				}
+			} else {
+				stable = 0
+			}
+		}
+		last = revs
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("cluster did not settle within %v: last revisions %v, last error %v", d, last, lastErr)
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hashKVs returns every member's HashKV at rev.
+func (c *cluster) hashKVs(rev int64) ([]*clientv3.HashKVResponse, error) {
+	var out []*clientv3.HashKVResponse
+	for i := range c.procs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		h, err := c.admin[i].HashKV(ctx, c.endpoints[i], rev)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("HashKV on m%d: %w", i, err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}

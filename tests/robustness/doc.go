@@ -1,0 +1,29 @@
+// Package robustness runs a three-member cluster of real processes under
+// client traffic while faults are injected one at a time (SIGKILL and
+// restart, SIGSTOP/SIGCONT, isolation of a member or the leader through
+// the peer proxies, slow peer links), records every request and checks:
+//
+//   - the history is linearizable (porcupine) against a model of etcd's
+//     key-value store with revisions: puts, deletes, compare-and-swap txns
+//     and lease revocations advance the revision exactly as etcd does, and
+//     every response's header revision and key-values must match;
+//   - every acknowledged write is in the cluster's revision history at the
+//     revision it was acknowledged with, and every value the history holds
+//     was written by some client, once;
+//   - serializable reads return values at the revision that wrote them;
+//   - once the faults are healed all members agree on HashKV.
+//
+// Writes whose outcome is unknown (timeouts, unavailability) are resolved
+// with the revision history read back after the run: a put or txn whose
+// unique value was never written is dropped, one that was must apply at
+// the revision that wrote it; deletes and revokes stay pending.
+//
+// `go test -short` runs 30 s of traffic, without -short two minutes.
+// Environment: CAIRN_ROBUSTNESS_SEED fixes the seed (printed by every
+// run), CAIRN_ROBUSTNESS_BINARY=etcd runs the real etcd v3.7.3 instead of
+// cairn to validate the checker (or names any binary),
+// CAIRN_ROBUSTNESS_DURATION overrides the traffic duration, and
+// CAIRN_ROBUSTNESS_DIR keeps member logs and, on a violation, the porcupine
+// visualization (linearizability.html) under that directory; without it
+// they go to a temporary directory that is kept only if the test fails.
+package robustness

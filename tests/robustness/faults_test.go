@@ -1,0 +1,113 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"time"
+)
+
+// faultEvent is one injected fault, for the report and the visualization.
+type faultEvent struct {
+	name       string
+	member     int
+	start, end int64 // test clock (ns since the history started)
+	err        error // recovery failed
+}
+
+func (f faultEvent) String() string {
+	return fmt.Sprintf("%s m%d [%.2fs, %.2fs]", f.name, f.member, float64(f.start)/1e9, float64(f.end)/1e9)
+}
+
+// fault is a kind of failure: inject breaks member i, and the returned
+// function undoes it.
+type fault struct {
+	name string
+	// leader: pick the current leader as the target instead of a random
+	// member.
+	leader bool
+	inject func(c *cluster, i int, rng *rand.Rand) (undo func() error)
+}
+
+var faults = []fault{
+	{name: "kill", inject: killFault},
+	{name: "kill-leader", leader: true, inject: killFault},
+	{name: "isolate", inject: isolateFault},
+	{name: "isolate-leader", leader: true, inject: isolateFault},
+	{name: "pause", inject: pauseFault},
+	{name: "pause-leader", leader: true, inject: pauseFault},
+	{name: "slow-links", inject: delayFault},
+}
+
+func killFault(c *cluster, i int, _ *rand.Rand) func() error {
+	c.procs[i].kill()
+	return c.procs[i].start
+}
+
+func isolateFault(c *cluster, i int, _ *rand.Rand) func() error {
+	c.isolate(i)
+	return func() error { c.heal(i); return nil }
+}
+
+func pauseFault(c *cluster, i int, _ *rand.Rand) func() error {
+	c.procs[i].signal(syscall.SIGSTOP)
+	return func() error { c.procs[i].signal(syscall.SIGCONT); return nil }
+}
+
+func delayFault(c *cluster, i int, rng *rand.Rand) func() error {
+	d := time.Duration(50+rng.IntN(150)) * time.Millisecond
+	c.proxies[i].DelayTx(d, d/4)
+	c.proxies[i].DelayRx(d, d/4)
+	return func() error {
+		c.proxies[i].UndelayTx()
+		c.proxies[i].UndelayRx()
+		c.proxies[i].ResetConnections()
+		return nil
+	}
+}
+
+// injectFaults injects one fault at a time, chosen by rng, until ctx is
+// done: wait a little, break a member for one to three seconds, undo the
+// fault and wait until the members agree on a leader again. now is the
+// test clock.
+func injectFaults(ctx context.Context, c *cluster, rng *rand.Rand, now func() int64, logf func(string, ...any)) []faultEvent {
+	var events []faultEvent
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for {
+		if !sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond) {
+			return events
+		}
+		f := faults[rng.IntN(len(faults))]
+		hold := time.Duration(1000+rng.IntN(2000)) * time.Millisecond
+		target := rng.IntN(len(c.procs))
+		if f.leader {
+			if l := c.leader(); l >= 0 {
+				target = l
+			}
+		}
+		ev := faultEvent{name: f.name, member: target, start: now()}
+		logf("fault: %s on m%d for %v", f.name, target, hold)
+		undo := f.inject(c, target, rng)
+		time.Sleep(hold) // always undo, even when the traffic has stopped
+		ev.err = undo()
+		ev.end = now()
+		if ev.err == nil {
+			if _, err := c.waitLeader(recoverTimeout); err != nil {
+				ev.err = err
+			}
+		}
+		events = append(events, ev)
+		if ev.err != nil {
+			logf("fault %s: recovery failed: %v", ev, ev.err)
+			return events
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+)
+
+// Environment variables that control a run.
+const (
+	// seedEnv fixes the seed of every random choice (requests, faults).
+	seedEnv = "CAIRN_ROBUSTNESS_SEED"
+	// binaryEnv selects the server: "etcd" runs the real etcd v3.7.3
+	// (built by tests/compat/etcdtools) to validate the checker; any
+	// other non-empty value is the path of a binary.
+	binaryEnv = "CAIRN_ROBUSTNESS_BINARY"
+	// dirEnv is where logs and the visualization go (default: a new
+	// temporary directory, removed if the test passes).
+	dirEnv = "CAIRN_ROBUSTNESS_DIR"
+	// durationEnv overrides how long traffic and faults run (a Go
+	// duration, e.g. 2m).
+	durationEnv = "CAIRN_ROBUSTNESS_DURATION"
+)
+
+var cairnBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	if os.Getenv(binaryEnv) != "" {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "cairn-robustness-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "robustness:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cairnBin = filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "robustness: building cairn:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func serverBinary(t *testing.T) string {
+	switch b := os.Getenv(binaryEnv); b {
+	case "":
+		return cairnBin
+	case "etcd":
+		p, err := etcdtools.Path("etcd")
+		if err != nil {
+			t.Fatalf("building etcd %s: %v", etcdtools.Version, err)
+		}
+		return p
+	default:
+		return b
+	}
+}
+
+// scenario sizes a run.
+type scenario struct {
+	clients  int
+	duration time.Duration
+	traffic  trafficConfig
+}
+
+func TestRobustness(t *testing.T) {
+	sc := scenario{clients: 8, duration: 2 * time.Minute,
+		traffic: trafficConfig{keys: 10, opInterval: 15 * time.Millisecond, opTimeout: 3 * time.Second}}
+	if testing.Short() {
+		sc = scenario{clients: 5, duration: 30 * time.Second,
+			traffic: trafficConfig{keys: 10, opInterval: 20 * time.Millisecond, opTimeout: 3 * time.Second}}
+	}
+	if d := os.Getenv(durationEnv); d != "" {
+		v, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatalf("%s: %v", durationEnv, err)
+		}
+		sc.duration = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(seedEnv); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", seedEnv, err)
+		}
+		seed = v
+	}
+	bin := serverBinary(t)
+	t.Logf("seed %d (rerun with %s=%d), server %s, %d clients, %v", seed, seedEnv, seed, bin, sc.clients, sc.duration)
+	runScenario(t, bin, seed, sc)
+}
+
+// runDir returns the directory for logs and the visualization; a
+// temporary one is removed when the test passes.
+func runDir(t *testing.T) string {
+	if d := os.Getenv(dirEnv); d != "" {
+		d = filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, err := os.MkdirTemp("", "cairn-robustness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", d)
+			return
+		}
+		os.RemoveAll(d)
+	})
+	return d
+}
+
+func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
+	dir := runDir(t)
+	c := startCluster(t, bin, dir, 3)
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+
+	rng := rand.New(rand.NewPCG(seed, 0))
+	tcs := make([]*trafficClient, sc.clients)
+	for i := range tcs {
+		cli, err := newClient(c.endpoints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		tcs[i] = &trafficClient{id: i, cli: cli, rng: rand.New(rand.NewPCG(seed, uint64(i)+1)), cfg: sc.traffic, now: now, seen: map[string]kv{}}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), sc.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, tc := range tcs {
+		wg.Go(func() { tc.run(ctx) })
+	}
+	var events []faultEvent
+	wg.Go(func() { events = injectFaults(ctx, c, rng, now, t.Logf) })
+	wg.Wait()
+	trafficEnd := time.Since(start)
+
+	for _, ev := range events {
+		if ev.err != nil {
+			t.Fatalf("cluster did not recover from fault %s: %v", ev, ev.err)
+		}
+	}
+
+	// Let the cluster settle, then compare the members.
+	final, err := c.settle(recoverTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := c.hashKVs(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hashes {
+		if h.Hash != hashes[0].Hash || h.CompactRevision != hashes[0].CompactRevision || h.HashRevision != hashes[0].HashRevision {
+			t.Errorf("HashKV at revision %d differs: m0 hash=%d compact=%d, m%d hash=%d compact=%d",
+				final, hashes[0].Hash, hashes[0].CompactRevision, i, h.Hash, h.CompactRevision)
+		}
+	}
+
+	// Final linearizable reads of every key, part of the history: every
+	// acknowledged write that was not overwritten must still be there.
+	var recs []record
+	for _, tc := range tcs {
+		recs = append(recs, tc.recs...)
+		for _, a := range tc.anomalies {
+			t.Errorf("anomaly: %s", a)
+		}
+	}
+	reader := &trafficClient{id: sc.clients, cli: c.admin[0], now: now, seen: map[string]kv{}, cfg: sc.traffic}
+	for k := range sc.traffic.keys {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		reader.get(rctx, keyName(k), false, false)
+		rcancel()
+	}
+	if len(reader.recs) != sc.traffic.keys {
+		t.Fatalf("final reads: only %d of %d succeeded", len(reader.recs), sc.traffic.keys)
+	}
+	recs = append(recs, reader.recs...)
+	if r := reader.recs[0].out.rev; r != final {
+		t.Fatalf("revision moved from %d to %d after the cluster settled", final, r)
+	}
+
+	l, problems, err := readRevLog(c.admin[0], final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, more := buildHistory(recs, l)
+	problems = append(problems, more...)
+
+	stats := map[string]int{}
+	for _, r := range recs {
+		switch {
+		case r.serializable:
+			stats["serializable"]++
+		case r.out.unknown:
+			stats["unknown"]++
+		default:
+			stats["ok"]++
+		}
+	}
+	t.Logf("traffic %v: %d requests (%v), %d in the history, final revision %d, %d faults:",
+		trafficEnd.Round(time.Millisecond), len(recs), stats, len(ops), final, len(events))
+	for _, ev := range events {
+		t.Logf("  %s", ev)
+	}
+	for _, p := range problems {
+		t.Errorf("%s", p)
+	}
+
+	checkStart := time.Now()
+	vis := filepath.Join(dir, "linearizability.html")
+	res, err := checkLinearizable(ops, events, vis, 10*time.Minute)
+	t.Logf("porcupine: %s in %v", res, time.Since(checkStart).Round(time.Millisecond))
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		if err != nil {
+			t.Errorf("writing visualization: %v", err)
+		}
+		t.Errorf("history is not linearizable (seed %d); visualization: %s", seed, vis)
+	default:
+		t.Errorf("linearizability check inconclusive (%s) after its time limit (seed %d); visualization: %s", res, seed, vis)
+	}
+}
