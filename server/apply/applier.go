@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -39,6 +40,9 @@ type Config struct {
 	// Lessor, when set, applies lease requests and is told which keys each
 	// write attached to or detached from a lease; it also serves as Leases.
 	Lessor *lease.Lessor
+	// Auth, when set, applies auth requests and checks every request's
+	// permissions against the sender its header names.
+	Auth   *auth.Store
 	Logger *zap.Logger
 }
 
@@ -61,6 +65,7 @@ type Applier struct {
 	be     backend.Backend
 	leases LeaseLookup
 	lessor *lease.Lessor
+	auth   *auth.Store
 	quota  backendQuota
 	alarms *alarmSet
 }
@@ -89,6 +94,7 @@ func New(cfg Config) (*Applier, error) {
 		be:     cfg.Backend,
 		leases: leases,
 		lessor: cfg.Lessor,
+		auth:   cfg.Auth,
 		quota:  newBackendQuota(cfg.Backend, cfg.QuotaBackendBytes),
 		alarms: alarms,
 	}, nil
@@ -101,6 +107,12 @@ func New(cfg Config) (*Applier, error) {
 // waiting for it.
 func (a *Applier) Apply(ctx context.Context, r *pb.InternalRaftRequest) *Result {
 	ctx = context.WithoutCancel(ctx)
+	if res, ok := a.applyAuthRequest(ctx, r); ok {
+		return res
+	}
+	if err := a.checkPermission(r); err != nil {
+		return &Result{Err: err}
+	}
 	switch {
 	case r.Range != nil:
 		return a.applyRange(ctx, r.Range)

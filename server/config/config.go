@@ -196,6 +196,14 @@ type Config struct {
 	BootstrapDefragThresholdMegabytes uint          `json:"bootstrap-defrag-threshold-megabytes"`
 	MaxLearners                       int           `json:"max-learners"`
 
+	// cairn extensions (learners; see server/etcdserver/learner_auto.go).
+	LearnerAutoPromote      bool          `json:"experimental-learner-auto-promote"`
+	LearnerAutoPromoteAfter time.Duration `json:"experimental-learner-auto-promote-after"`
+	LearnerNoAutoPromote    bool          `json:"experimental-learner-no-auto-promote"`
+	MemberAddAsLearner      bool          `json:"experimental-member-add-as-learner"`
+	LearnerReadOnly         bool          `json:"experimental-learner-read-only"`
+	StandbyFailoverAfter    time.Duration `json:"experimental-learner-standby-failover-after"`
+
 	// Unsafe.
 	UnsafeNoFsync   bool `json:"unsafe-no-fsync"`
 	ForceNewCluster bool `json:"force-new-cluster"`
@@ -275,6 +283,7 @@ func NewConfig() *Config {
 		WarningApplyDuration:        100 * time.Millisecond,
 		WarningUnaryRequestDuration: 300 * time.Millisecond,
 		MaxLearners:                 1,
+		LearnerAutoPromoteAfter:     30 * time.Second,
 		FeatureGates:                map[string]bool{},
 	}
 	c.InitialCluster = c.InitialClusterFromName(c.Name)

@@ -106,7 +106,11 @@ func TestFlagForms(t *testing.T) {
 		{"name derives initial cluster", []string{"--name=n1"}, func(c *Config) any { return c.InitialCluster }, "n1=http://localhost:2380"},
 		{"name derives data dir", []string{"--name=n1"}, func(c *Config) any { return c.Dir }, "n1.etcd"},
 		{"ignored v2 flag", []string{"--snapshot"}, func(c *Config) any { return c.Name }, "default"},
-		{"unsupported flag at default", []string{"--auth-token=simple"}, func(c *Config) any { return c.AuthToken }, "simple"},
+		{"unsupported flag at default", []string{"--socket-reuse-port=false"}, func(c *Config) any { return c.SocketOpts.ReusePort }, false},
+		{"client cert file", []string{"--cert-file=/c.pem"}, func(c *Config) any { return c.ClientTLSInfo.CertFile }, "/c.pem"},
+		{"peer client cert auth", []string{"--peer-client-cert-auth"}, func(c *Config) any { return c.PeerTLSInfo.ClientCertAuth }, true},
+		{"peer allowed cns", []string{"--peer-cert-allowed-cn=a,b"}, func(c *Config) any { return strings.Join(c.PeerTLSInfo.AllowedCNs, ",") }, "a,b"},
+		{"cipher suites", []string{"--cipher-suites=TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"}, func(c *Config) any { return strings.Join(c.CipherSuites, ",") }, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"},
 		{"harmless feature gate", []string{"--feature-gates=TxnModeWriteWithSharedBuffer=false"},
 			func(c *Config) any { return c.FeatureEnabled("TxnModeWriteWithSharedBuffer") }, false},
 	}
@@ -128,6 +132,10 @@ func TestParseErrors(t *testing.T) {
 		wantUsage bool
 	}{
 		{"unknown flag", []string{"--foo"}, nil, "flag provided but not defined: -foo", true},
+		{"unknown cipher", []string{"--cipher-suites=not_found"}, nil, `unexpected TLS cipher suite "not_found"`, false},
+		{"bad tls version", []string{"--tls-max-version=TLS1.1"}, nil, `unexpected TLS version "TLS1.1" (must be one of: TLS1.2, TLS1.3)`, false},
+		{"tls min above max", []string{"--tls-min-version=TLS1.3", "--tls-max-version=TLS1.2"}, nil, "min version (TLS1.3) is greater than max version (TLS1.2)", false},
+		{"ciphers with TLS1.3 only", []string{"--tls-min-version=TLS1.3", "--cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}, nil, "cipher suites cannot be configured when only TLS1.3 is enabled", false},
 		{"bad uint", []string{"--heartbeat-interval=x"}, nil, `invalid value "x" for flag -heartbeat-interval: parse error`, true},
 		{"missing value", []string{"--name"}, nil, "flag needs an argument: -name", true},
 		{"bad url scheme", []string{"--listen-peer-urls=ftp://1.2.3.4:1"}, nil, "URL scheme must be http, https, unix, or unixs: ftp://1.2.3.4:1", true},
@@ -135,7 +143,7 @@ func TestParseErrors(t *testing.T) {
 		{"url with path", []string{"--listen-peer-urls=http://1.2.3.4:1/x"}, nil, "URL must not contain a path: http://1.2.3.4:1/x", true},
 		{"bad cluster state", []string{"--initial-cluster-state=old"}, nil, `invalid value "old" for flag -initial-cluster-state: invalid value`, true},
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
-		{"unsupported", []string{"--auth-token=jwt"}, nil, "cairn: --auth-token is not supported yet", false},
+		{"unsupported", []string{"--socket-reuse-port"}, nil, "cairn: --socket-reuse-port is not supported yet", false},
 		{"unsupported via env", nil, []string{"ETCD_FORCE_NEW_CLUSTER=true"}, "cairn: --force-new-cluster is not supported yet", false},
 		{"unsupported gate", []string{"--feature-gates=LeaseCheckpoint=true"}, nil, "cairn: --feature-gates=LeaseCheckpoint is not supported yet", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},
@@ -288,8 +296,8 @@ func TestConfigFileErrors(t *testing.T) {
 	}{
 		{"bad url", "listen-peer-urls: ftp://x:1\n", "unexpected error setting up listen-peer-urls: URL scheme must be"},
 		{"bad state", "initial-cluster-state: old\n", `unexpected clusterState "old"`},
-		{"unsupported", "auth-token: jwt\n", "cairn: --auth-token is not supported yet"},
-		{"unsupported tls", "client-transport-security:\n  cert-file: /x\n", "cairn: --cert-file is not supported yet"},
+		{"unsupported", "discovery-srv: example.com\n", "cairn: --discovery-srv is not supported yet"},
+		{"unknown cipher", "cipher-suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, not_found]\n", `unexpected TLS cipher suite "not_found"`},
 		{"bad yaml", "name: [\n", "yaml"},
 		{"bad gate", "feature-gates: X=true\n", "unrecognized feature gate: X"},
 	}

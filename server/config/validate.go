@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/cairnkv/cairn/pkg/tlsutil"
 )
 
 // Errors etcd names; callers may test for them with errors.Is.
@@ -178,6 +180,10 @@ func (c *Config) validateTLSVersions() error {
 	}
 	if minV == 13 && len(c.CipherSuites) > 0 {
 		return errors.New("cipher suites cannot be configured when only TLS1.3 is enabled")
+	}
+	// etcd finds unknown names when it starts its listeners; same message.
+	if _, err := tlsutil.CipherSuites(c.CipherSuites); err != nil {
+		return err
 	}
 	return nil
 }

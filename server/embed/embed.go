@@ -6,11 +6,11 @@ package embed
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,11 +43,16 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	if err := verifyInitialCluster(cfg, ecfg); err != nil {
 		return nil, err
 	}
-	clientLns, err := listenAll(cfg.ListenClientUrls)
+	sec, err := buildTLS(cfg, lg)
 	if err != nil {
 		return nil, err
 	}
-	peerLns, err := listenAll(cfg.ListenPeerUrls)
+	ecfg.PeerTLS = sec.peerClient
+	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client)
+	if err != nil {
+		return nil, err
+	}
+	peerLns, err := listenAll(cfg.ListenPeerUrls, sec.peer)
 	if err != nil {
 		closeAll(clientLns)
 		return nil, err
@@ -81,7 +86,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
 	for _, l := range clientLns {
-		m.client = append(m.client, httpapi.Serve(l, m.grpc, handler))
+		m.client = append(m.client, httpapi.Serve(logRejected(l, lg), m.grpc, handler))
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
 	for _, l := range peerLns {
@@ -141,11 +146,14 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(),
 		TickMs: cfg.TickMs, ElectionTicks: cfg.ElectionTicks(), PreVote: cfg.PreVote,
 		StrictReconfigCheck: cfg.StrictReconfigCheck, MaxLearners: cfg.MaxLearners,
+		LearnerAutoPromote: cfg.LearnerAutoPromote, LearnerAutoPromoteAfter: cfg.LearnerAutoPromoteAfter, StandbyFailoverAfter: cfg.StandbyFailoverAfter,
+		LearnerNoAutoPromote: cfg.LearnerNoAutoPromote, MemberAddAsLearner: cfg.MemberAddAsLearner, LearnerReadOnly: cfg.LearnerReadOnly,
 		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries,
 		MaxSnapFiles: cfg.MaxSnapFiles, MaxWALFiles: cfg.MaxWalFiles,
 		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,
 		BackendBatchInterval: cfg.BackendBatchInterval, BackendBatchLimit: cfg.BackendBatchLimit,
 		UnsafeNoFsync: cfg.UnsafeNoFsync, Logger: lg,
+		AuthToken: cfg.AuthToken, BcryptCost: cfg.BcryptCost, AuthTokenTTL: cfg.AuthTokenTTL,
 	}, nil
 }
 
@@ -169,11 +177,11 @@ func urlStrings(us []url.URL) []string {
 	return out
 }
 
-// listenAll binds every URL; unix:// URLs bind a socket file.
-func listenAll(urls []url.URL) ([]net.Listener, error) {
+// listenAll binds every URL (see listen).
+func listenAll(urls []url.URL, tlsCfg *tls.Config) ([]net.Listener, error) {
 	var lns []net.Listener
 	for _, u := range urls {
-		l, err := listen(u)
+		l, err := listen(u, tlsCfg)
 		if err != nil {
 			closeAll(lns)
 			return nil, err
@@ -181,19 +189,6 @@ func listenAll(urls []url.URL) ([]net.Listener, error) {
 		lns = append(lns, l)
 	}
 	return lns, nil
-}
-
-func listen(u url.URL) (net.Listener, error) {
-	switch u.Scheme {
-	case "http":
-		return net.Listen("tcp", u.Host)
-	case "unix":
-		path := u.Host + u.Path
-		os.Remove(path)
-		return net.Listen("unix", path)
-	default:
-		return nil, fmt.Errorf("cairn: %s URLs (%s) are not supported yet", u.Scheme, u.String())
-	}
 }
 
 func closeAll(lns []net.Listener) {
@@ -205,7 +200,7 @@ func closeAll(lns []net.Listener) {
 // servePeer serves the member's peer endpoints (raft traffic, /members,
 // /version) on a peer listener.
 func servePeer(l net.Listener, h http.Handler, lg *zap.Logger) *http.Server {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: zap.NewStdLog(lg.Named("peer-http"))}
 	go func() {
 		if err := hs.Serve(l); err != nil && err != http.ErrServerClosed {
 			lg.Warn("peer listener stopped", zap.String("address", l.Addr().String()), zap.Error(err))

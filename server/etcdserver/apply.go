@@ -128,7 +128,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if s.applyClusterRequest(r) {
 		return id, &apply.Result{}
 	}
-	return id, s.applier.Apply(context.Background(), r)
+	return id, s.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
 }
 
 func (s *Server) applyConfChange(e *raftpb.Entry) {

@@ -41,6 +41,9 @@ func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner boo
 	if err := validPeerURLs(peerURLs); err != nil {
 		return nil, nil, err
 	}
+	// --experimental-member-add-as-learner: every new member starts as a
+	// learner (and is promoted automatically, see learner_auto.go).
+	isLearner = isLearner || s.cfg.MemberAddAsLearner
 	now := time.Now()
 	m := &membership.Member{ID: membership.ComputeMemberID(peerURLs, s.cfg.InitialClusterToken, &now), PeerURLs: peerURLs, IsLearner: isLearner}
 	if err := s.checkAdd(m); err != nil {

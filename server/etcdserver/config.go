@@ -1,7 +1,9 @@
 package etcdserver
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -32,13 +34,48 @@ type Config struct {
 	StrictReconfigCheck bool
 	MaxLearners         int
 
+	// Learner extensions of cairn (see learner_auto.go and README):
+	// --experimental-learner-auto-promote, --experimental-learner-auto-promote-after,
+	// --experimental-learner-no-auto-promote, --experimental-member-add-as-learner
+	// and --experimental-learner-read-only.
+	LearnerAutoPromote      bool
+	LearnerAutoPromoteAfter time.Duration // 0 = 30s
+	LearnerNoAutoPromote    bool
+	MemberAddAsLearner      bool
+	LearnerReadOnly         bool
+	StandbyFailoverAfter    time.Duration // --experimental-learner-standby-failover-after; 0 = off
+
 	QuotaBackendBytes    int64
 	MaxRequestBytes      uint
 	BackendBatchInterval time.Duration
 	BackendBatchLimit    int
 	UnsafeNoFsync        bool
 
+	// AuthToken is --auth-token ("simple", "jwt,..."; "" issues no tokens),
+	// BcryptCost --bcrypt-cost, AuthTokenTTL --auth-token-ttl in seconds.
+	AuthToken    string
+	BcryptCost   uint
+	AuthTokenTTL uint
+
+	// PeerTLS is the client side of TLS for https:// peer URLs: the raft
+	// transport and the member's other requests to peers use it.
+	PeerTLS *tls.Config
+
 	Logger *zap.Logger
+
+	peerHTTP *http.Client // set by withDefaults (see newPeerHTTPClient)
+}
+
+// newPeerHTTPClient returns the client for one-off requests to other
+// members' peer URLs (the member list when joining, lease and promote
+// forwarding).
+func (c *Config) newPeerHTTPClient() *http.Client {
+	if c.PeerTLS == nil {
+		return http.DefaultClient
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = c.PeerTLS.Clone()
+	return &http.Client{Transport: tr}
 }
 
 func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
@@ -67,6 +104,7 @@ func (c *Config) tickInterval() time.Duration { return time.Duration(c.TickMs) *
 
 func (c *Config) withDefaults() (*Config, error) {
 	cc := *c
+	cc.peerHTTP = cc.newPeerHTTPClient()
 	if cc.Logger == nil {
 		cc.Logger = zap.NewNop()
 	}

@@ -71,7 +71,7 @@ func (s *Server) fetchRemoteMembers() ([]*membership.Member, uint64, error) {
 			continue
 		}
 		for _, u := range urls {
-			members, cid, err := getMembers(u)
+			members, cid, err := getMembers(s.cfg.peerHTTP, u)
 			if err == nil {
 				return members, cid, nil
 			}
@@ -81,14 +81,14 @@ func (s *Server) fetchRemoteMembers() ([]*membership.Member, uint64, error) {
 	return nil, 0, fmt.Errorf("cannot fetch cluster info from peer urls: %w", errors.Join(errs...))
 }
 
-func getMembers(peerURL string) ([]*membership.Member, uint64, error) {
+func getMembers(hc *http.Client, peerURL string) ([]*membership.Member, uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peerURL+"/members", nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}

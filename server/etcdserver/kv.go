@@ -6,6 +6,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
 )
 
@@ -16,11 +17,16 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 			return nil, err
 		}
 	}
-	if !s.rlockStores() {
-		return nil, errs.ErrStopped
-	}
-	resp, err := s.applier.Range(ctx, r)
-	s.storeMu.RUnlock()
+	var resp *pb.RangeResponse
+	check := func(ai auth.AuthInfo) error { return s.authStore.IsRangePermitted(ai, r.Key, r.RangeEnd) }
+	err := s.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
+		if !s.rlockStores() {
+			return errs.ErrStopped
+		}
+		defer s.storeMu.RUnlock()
+		resp, err = s.applier.Range(ctx, r)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -62,17 +68,7 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 				return nil, err
 			}
 		}
-		if !s.rlockStores() {
-			return nil, errs.ErrStopped
-		}
-		res := s.applier.Apply(ctx, &pb.InternalRaftRequest{Txn: r})
-		s.storeMu.RUnlock()
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		out := res.Resp.(*pb.TxnResponse)
-		s.fillHeader(&out.Header)
-		return out, nil
+		return s.readOnlyTxn(ctx, r)
 	}
 	if err := s.checkQuota(ctx, r); err != nil {
 		return nil, err
@@ -82,6 +78,30 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 		return nil, err
 	}
 	out := resp.(*pb.TxnResponse)
+	s.fillHeader(&out.Header)
+	return out, nil
+}
+
+// readOnlyTxn serves a Txn of reads locally; the applier checks the
+// sender's permissions as it would in the apply step.
+func (s *Server) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	var out *pb.TxnResponse
+	err := s.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) error {
+		if !s.rlockStores() {
+			return errs.ErrStopped
+		}
+		defer s.storeMu.RUnlock()
+		h := &pb.RequestHeader{Username: ai.Username, AuthRevision: ai.Revision}
+		res := s.applier.Apply(ctx, &pb.InternalRaftRequest{Header: h, Txn: r})
+		if res.Err != nil {
+			return res.Err
+		}
+		out = res.Resp.(*pb.TxnResponse)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	s.fillHeader(&out.Header)
 	return out, nil
 }

@@ -92,7 +92,7 @@ func (s *Server) revokeExpiredLeasesLoop() {
 }
 
 func (s *Server) revokeExpired(id lease.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	ctx, cancel := context.WithTimeout(withRoot(context.Background()), s.cfg.requestTimeout())
 	defer cancel()
 	_, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: int64(id)}})
 	if err != nil && err != errs.ErrLeaseNotFound {
@@ -102,6 +102,9 @@ func (s *Server) revokeExpired(id lease.LeaseID) {
 
 // LeaseGrant grants a lease; ID 0 picks a fresh positive ID.
 func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	if err := s.RequireAuthInfo(ctx); err != nil {
+		return nil, err
+	}
 	for r.ID == 0 {
 		r.ID = int64(s.reqIDs.Next() & (1<<63 - 1))
 	}
@@ -119,6 +122,9 @@ func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.L
 
 // LeaseRevoke revokes a lease and deletes its keys.
 func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	if err := s.RequireAuthInfo(ctx); err != nil {
+		return nil, err
+	}
 	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
 	if err != nil {
 		return nil, err
@@ -131,6 +137,10 @@ func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb
 // LeaseRenew renews a lease on the leader (forwarding from a follower) and
 // returns its TTL; an unknown lease answers errs.ErrLeaseNotFound.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	leases := []*lease.Lease{s.currentLessor().Lookup(lease.LeaseID(id))}
+	if err := s.checkLeaseKeys(ctx, leases, s.putCheck); err != nil {
+		return -1, err
+	}
 	if s.Leader() == s.id {
 		ttl, err := s.currentLessor().Renew(ctx, lease.LeaseID(id))
 		if err != lease.ErrNotPrimary {
@@ -142,6 +152,9 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 
 // LeaseTimeToLive reports a lease's remaining and granted TTL (and keys).
 func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if err := s.checkTimeToLive(ctx, r); err != nil {
+		return nil, err
+	}
 	if s.Leader() != s.id {
 		return s.forwardTimeToLive(ctx, r)
 	}
@@ -167,10 +180,23 @@ func (s *Server) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLi
 func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
 	resp := &pb.LeaseLeasesResponse{Header: s.Header()}
 	leases := s.currentLessor().Leases()
+	if err := s.checkLeaseKeys(ctx, leases, s.rangeCheck); err != nil {
+		return nil, err
+	}
 	// etcd lists the leases that expire soonest first.
 	sort.SliceStable(leases, func(i, j int) bool { return leases[i].Remaining() < leases[j].Remaining() })
 	for _, l := range leases {
 		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: int64(l.ID())})
 	}
 	return resp, nil
+}
+
+// checkTimeToLive needs a user when auth is on and, when the keys are
+// asked for, read access to each of them (admins pass).
+func (s *Server) checkTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) error {
+	if err := s.RequireAuthInfo(ctx); err != nil || !r.Keys {
+		return err
+	}
+	leases := []*lease.Lease{s.currentLessor().Lookup(lease.LeaseID(r.ID))}
+	return s.checkLeaseKeys(ctx, leases, s.rangeCheck)
 }

@@ -86,7 +86,7 @@ func (s *Server) postToLeader(ctx context.Context, path string, body []byte) ([]
 	}
 	var lastErr error = errs.ErrNoLeader
 	for _, u := range leader.PeerURLs {
-		out, err := postProtobuf(ctx, u+path, body)
+		out, err := postProtobuf(ctx, s.cfg.peerHTTP, u+path, body)
 		if err == nil || errors.Is(err, errs.ErrLeaseNotFound) {
 			return out, err
 		}
@@ -95,13 +95,13 @@ func (s *Server) postToLeader(ctx context.Context, path string, body []byte) ([]
 	return nil, lastErr
 }
 
-func postProtobuf(ctx context.Context, url string, body []byte) ([]byte, error) {
+func postProtobuf(ctx context.Context, hc *http.Client, url string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", protobufType)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.ErrTimeout

@@ -56,6 +56,7 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		ID: s.id, ClusterID: s.clusterID, URLs: s.cfg.PeerURLs,
 		Raft: s, Snapshots: s, Logger: s.lg,
 		ServerVersion: serverVersion, MinClusterVersion: "3.0.0",
+		TLS: s.cfg.PeerTLS,
 	})
 	if err := t.Start(); err != nil {
 		return nil, err
@@ -96,6 +97,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.HandleFunc(promotePath, s.servePromote)
+	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
 	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
 	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
 	mux.HandleFunc("/version", serveVersion)

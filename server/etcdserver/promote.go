@@ -30,7 +30,7 @@ func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]*membership.M
 	}
 	var lastErr error = errs.ErrNoLeader
 	for _, u := range leader.PeerURLs {
-		members, err := postPromote(ctx, u, id)
+		members, err := postPromote(ctx, s.cfg.peerHTTP, u, id)
 		if err == nil {
 			return members, nil
 		}
@@ -44,12 +44,12 @@ func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]*membership.M
 	return nil, lastErr
 }
 
-func postPromote(ctx context.Context, peerURL string, id uint64) ([]*membership.Member, error) {
+func postPromote(ctx context.Context, hc *http.Client, peerURL string, id uint64) ([]*membership.Member, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, peerURL+promotePath+strconv.FormatUint(id, 10), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,9 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	}
 	id := s.reqIDs.Next()
 	r.Header = &pb.RequestHeader{ID: id}
+	if err := s.stampAuth(ctx, r); err != nil {
+		return nil, err
+	}
 	data, err := proto.Marshal(r)
 	if err != nil {
 		return nil, err

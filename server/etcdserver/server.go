@@ -16,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/idutil"
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/peer"
@@ -44,6 +45,7 @@ type Server struct {
 	kv           *mvcc.Store
 	lessor       *lease.Lessor
 	applier      *apply.Applier
+	authStore    *auth.Store  // lives across stores; Recover hands it a new backend
 	watches      watchStreams // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
@@ -145,7 +147,10 @@ func (s *Server) openBackendStores() error {
 	ci, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex)
 	term, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaTerm)
 	tx.RUnlock()
-	initAuthRevision(be)
+	if err := s.openAuth(be); err != nil {
+		be.Close()
+		return err
+	}
 	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{})
 	lessor, err := s.openLessor(be, kv)
 	if err != nil {
@@ -153,7 +158,7 @@ func (s *Server) openBackendStores() error {
 		be.Close()
 		return err
 	}
-	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Lessor: lessor, Logger: s.lg})
+	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Lessor: lessor, Auth: s.authStore, Logger: s.lg})
 	if err != nil {
 		lessor.Stop()
 		kv.Close()
@@ -186,6 +191,7 @@ func (s *Server) Start() {
 	s.goAttach(s.publish)
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
+	s.goAttach(s.autoPromoteLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}
@@ -350,16 +356,3 @@ func (s *Server) commitBackend(force bool) {
 func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }
 
 func idHex(id uint64) string { return strconv.FormatUint(id, 16) }
-
-var keyAuthRevision = []byte("authRevision")
-
-// initAuthRevision gives a fresh backend the auth revision etcd's auth store
-// starts with (1), so the db matches etcd's from the first commit.
-func initAuthRevision(be backend.Backend) {
-	tx := be.BatchTx()
-	tx.Lock()
-	defer tx.Unlock()
-	if _, ok := backend.ReadUint64(tx, backend.BucketAuth, keyAuthRevision); !ok {
-		backend.PutUint64(tx, backend.BucketAuth, keyAuthRevision, 1)
-	}
-}

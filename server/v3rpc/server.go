@@ -104,6 +104,11 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 			grpc.ChainUnaryInterceptor(leaderUnaryInterceptor(lr)),
 			grpc.ChainStreamInterceptor(leaderStreamInterceptor(lr)))
 	}
+	if ag, ok := s.(AuthGate); ok {
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(authUnaryInterceptor(ag)),
+			grpc.ChainStreamInterceptor(authStreamInterceptor(ag)))
+	}
 	if cfg.MaxConcurrentStreams > 0 {
 		opts = append(opts, grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams))
 	}
@@ -118,6 +123,10 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	}
 	if ws, ok := s.(WatchServer); ok {
 		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, lg))
+	}
+
+	if as, ok := s.(AuthServer); ok {
+		pb.RegisterAuthServer(gs, &authServer{s: s, as: as})
 	}
 
 	hs := health.NewServer()

@@ -131,6 +131,11 @@ func (ss *watchSession) create(cr *pb.WatchCreateRequest) error {
 	if cr.GetStartRevision() < 0 {
 		return ss.send(ss.createRefused(rpctypes.ErrCompacted.Error()))
 	}
+	if wp, ok := ss.srv.ws.(WatchPermitter); ok {
+		if err := permittedWatch(ss.ctx, wp, cr); err != nil {
+			return ss.send(ss.createRefused(toGRPCError(err).Error()))
+		}
+	}
 	key, end := watchRange(cr.GetKey(), cr.GetRangeEnd())
 	id, err := ss.mws.Watch(mvcc.WatchID(cr.GetWatchId()), key, end, cr.GetStartRevision(), watchFilters(cr.GetFilters())...)
 	if err != nil {

@@ -49,6 +49,9 @@ type clusterOpts struct {
 	args []string
 	// bins maps a member index to the executable it runs (default cairn).
 	bins map[int]string
+	// peerScheme is the scheme of the peer URLs (default http); https
+	// needs the peer TLS flags in args.
+	peerScheme string
 }
 
 // cluster is a set of members bootstrapped together.
@@ -100,6 +103,9 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	if o.token == "" {
 		o.token = "e2e-" + strings.ReplaceAll(t.Name(), "/", "-")
 	}
+	if o.peerScheme == "" {
+		o.peerScheme = "http"
+	}
 	ref := os.Getenv(referenceEnv) == "etcd"
 	c := &cluster{t: t, token: o.token, isolated: map[int]bool{}}
 	dir := t.TempDir()
@@ -120,7 +126,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			advertised[i] = p.Addr()
 			c.installSenderFilter(i)
 		}
-		ic = append(ic, fmt.Sprintf("m%d=http://%s", i, advertised[i]))
+		ic = append(ic, fmt.Sprintf("m%d=%s://%s", i, o.peerScheme, advertised[i]))
 	}
 	c.initialCluster = strings.Join(ic, ",")
 
@@ -130,7 +136,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			name:      fmt.Sprintf("m%d", i),
 			dataDir:   filepath.Join(dir, fmt.Sprintf("m%d.etcd", i)),
 			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-			peerURL:   "http://" + listen[i],
+			peerURL:   o.peerScheme + "://" + listen[i],
 			logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
 			bin:       o.bins[i],
 		}
@@ -143,7 +149,7 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			"--listen-client-urls", m.clientURL,
 			"--advertise-client-urls", m.clientURL,
 			"--listen-peer-urls", m.peerURL,
-			"--initial-advertise-peer-urls", "http://" + advertised[i],
+			"--initial-advertise-peer-urls", o.peerScheme + "://" + advertised[i],
 			"--initial-cluster", c.initialCluster,
 			"--initial-cluster-token", o.token,
 			"--initial-cluster-state", "new",

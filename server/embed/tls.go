@@ -1,0 +1,227 @@
+package embed
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/tlsutil"
+	"github.com/cairnkv/cairn/server/config"
+)
+
+// transportSecurity is the TLS of a member's listeners and of its
+// connections to other members, built once at start so that a bad
+// certificate, key, CA or CRL file stops the member before it serves.
+type transportSecurity struct {
+	client     *tls.Config // https:// and unixs:// client URLs; nil without certificates
+	peer       *tls.Config // https:// peer URLs; nil without certificates
+	peerClient *tls.Config // dialing https:// peer URLs; nil without peer TLS settings
+}
+
+// buildTLS resolves --auto-tls / --peer-auto-tls, checks the listen URLs
+// against the certificates given, and builds the TLS configurations.
+func buildTLS(cfg *config.Config, lg *zap.Logger) (*transportSecurity, error) {
+	suites, err := tlsutil.CipherSuites(cfg.CipherSuites)
+	if err != nil {
+		return nil, err
+	}
+	minV, err := tlsutil.Version(cfg.TlsMinVersion)
+	if err != nil {
+		return nil, err
+	}
+	maxV, err := tlsutil.Version(cfg.TlsMaxVersion)
+	if err != nil {
+		return nil, err
+	}
+	common := func(ti config.TLSInfo) tlsutil.Info {
+		return tlsutil.Info{
+			CertFile: ti.CertFile, KeyFile: ti.KeyFile,
+			ClientCertFile: ti.ClientCertFile, ClientKeyFile: ti.ClientKeyFile,
+			TrustedCAFile: ti.TrustedCAFile, ClientCertAuth: ti.ClientCertAuth, CRLFile: ti.CRLFile,
+			AllowedCNs: ti.AllowedCNs, AllowedHostnames: ti.AllowedHostnames,
+			CipherSuites: suites, MinVersion: minV, MaxVersion: maxV, Logger: lg,
+		}
+	}
+	clientInfo, peerInfo := common(cfg.ClientTLSInfo), common(cfg.PeerTLSInfo)
+	peerInfo.CheckClientSAN = !cfg.PeerTLSInfo.SkipClientSANVerify
+
+	if cfg.ClientAutoTLS {
+		if !clientInfo.Empty() {
+			lg.Warn("ignoring client auto TLS since certs given")
+		} else {
+			var hosts []string
+			for _, u := range append(append([]url.URL{}, cfg.ListenClientUrls...), cfg.ListenClientHttpUrls...) {
+				hosts = append(hosts, u.Host)
+			}
+			if clientInfo, err = autoTLS(lg, clientInfo, filepath.Join(cfg.Dir, "fixtures", "client"), hosts, cfg.SelfSignedCertValidity); err != nil {
+				return nil, fmt.Errorf("failed to get client self-signed certs: %w", err)
+			}
+		}
+	}
+	if cfg.PeerAutoTLS {
+		if !peerInfo.Empty() {
+			lg.Warn("ignoring peer auto TLS since certs given")
+		} else {
+			var hosts []string
+			for _, u := range cfg.ListenPeerUrls {
+				hosts = append(hosts, u.Host)
+			}
+			if peerInfo, err = autoTLS(lg, peerInfo, filepath.Join(cfg.Dir, "fixtures", "peer"), hosts, cfg.SelfSignedCertValidity); err != nil {
+				return nil, fmt.Errorf("failed to get peer self-signed certs: %w", err)
+			}
+		}
+	}
+
+	ts := &transportSecurity{}
+	for _, u := range append(append([]url.URL{}, cfg.ListenClientUrls...), cfg.ListenClientHttpUrls...) {
+		switch {
+		case isSecure(u) && clientInfo.Empty():
+			return nil, fmt.Errorf("TLS key/cert (--cert-file, --key-file) must be provided for client url %s with HTTPS scheme", u.String())
+		case !isSecure(u) && !clientInfo.Empty():
+			lg.Warn("scheme is http or unix while key and cert files are present; ignoring key and cert files", zap.String("client-url", u.String()))
+		}
+		if !isSecure(u) && clientInfo.ClientCertAuth {
+			lg.Warn("scheme is http or unix while --client-cert-auth is enabled; ignoring client cert auth for this URL", zap.String("client-url", u.String()))
+		}
+	}
+	for _, u := range cfg.ListenPeerUrls {
+		switch {
+		case isSecure(u) && peerInfo.Empty():
+			return nil, fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", u.Host)
+		case !isSecure(u) && !peerInfo.Empty():
+			lg.Warn("scheme is HTTP while key and cert files are present; ignoring key and cert files", zap.String("peer-url", u.String()))
+		}
+		if !isSecure(u) && peerInfo.ClientCertAuth {
+			lg.Warn("scheme is HTTP while --peer-client-cert-auth is enabled; ignoring client cert auth for this URL", zap.String("peer-url", u.String()))
+		}
+	}
+	if !clientInfo.Empty() {
+		lg.Info("starting with client TLS", tlsFields(clientInfo, cfg)...)
+		if ts.client, err = clientInfo.ServerConfig(); err != nil {
+			return nil, fmt.Errorf("client TLS: %w", err)
+		}
+	}
+	if !peerInfo.Empty() {
+		lg.Info("starting with peer TLS", tlsFields(peerInfo, cfg)...)
+		if ts.peer, err = peerInfo.ServerConfig(); err != nil {
+			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
+	}
+	if !peerInfo.Empty() || peerInfo.TrustedCAFile != "" {
+		if ts.peerClient, err = peerInfo.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
+	}
+	return ts, nil
+}
+
+func autoTLS(lg *zap.Logger, info tlsutil.Info, dir string, hosts []string, years uint) (tlsutil.Info, error) {
+	self, err := tlsutil.SelfCert(lg, dir, hosts, years)
+	if err != nil {
+		return info, err
+	}
+	info.CertFile, info.KeyFile = self.CertFile, self.KeyFile
+	info.ClientCertFile, info.ClientKeyFile = "", ""
+	info.SelfSigned = true
+	return info, nil
+}
+
+func tlsFields(info tlsutil.Info, cfg *config.Config) []zap.Field {
+	return []zap.Field{
+		zap.String("cert-file", info.CertFile), zap.String("key-file", info.KeyFile),
+		zap.String("client-cert-file", info.ClientCertFile), zap.String("client-key-file", info.ClientKeyFile),
+		zap.String("trusted-ca-file", info.TrustedCAFile), zap.Bool("client-cert-auth", info.ClientCertAuth),
+		zap.String("crl-file", info.CRLFile), zap.Bool("self-signed", info.SelfSigned),
+		zap.Strings("allowed-cn", info.AllowedCNs), zap.Strings("allowed-hostname", info.AllowedHostnames),
+		zap.Strings("cipher-suites", cfg.CipherSuites),
+	}
+}
+
+func isSecure(u url.URL) bool { return u.Scheme == "https" || u.Scheme == "unixs" }
+
+// listen binds u: http:// and https:// bind TCP, unix:// and unixs:// a
+// socket file. The secure schemes are wrapped in TLS with tlsCfg, so
+// everything served on them (gRPC included) sees decrypted connections.
+func listen(u url.URL, tlsCfg *tls.Config) (net.Listener, error) {
+	var (
+		l   net.Listener
+		err error
+	)
+	switch u.Scheme {
+	case "http", "https":
+		l, err = net.Listen("tcp", u.Host)
+	case "unix", "unixs":
+		path := u.Host + u.Path
+		os.Remove(path)
+		l, err = net.Listen("unix", path)
+	default:
+		return nil, fmt.Errorf("cairn: %s URLs (%s) are not supported yet", u.Scheme, u.String())
+	}
+	if err != nil || !isSecure(u) {
+		return l, err
+	}
+	if tlsCfg == nil {
+		l.Close()
+		return nil, fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", l.Addr())
+	}
+	return tls.NewListener(l, tlsCfg), nil
+}
+
+// logRejected wraps a TLS client listener so that a failed handshake (no
+// or untrusted certificate, revoked, wrong CN) is logged as etcd does;
+// the client mux would otherwise drop such connections silently.
+func logRejected(l net.Listener, lg *zap.Logger) net.Listener {
+	return &handshakeLogListener{Listener: l, lg: lg}
+}
+
+type handshakeLogListener struct {
+	net.Listener
+	lg *zap.Logger
+}
+
+func (l *handshakeLogListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		return c, nil
+	}
+	return &handshakeLogConn{Conn: tc, lg: l.lg}, nil
+}
+
+// handshakeLogConn handshakes on its first read or write (as tls.Conn
+// would) and logs a failure.
+type handshakeLogConn struct {
+	*tls.Conn
+	lg   *zap.Logger
+	once sync.Once
+}
+
+func (c *handshakeLogConn) handshake() {
+	c.once.Do(func() {
+		if err := c.Conn.Handshake(); err != nil && !errors.Is(err, io.EOF) {
+			c.lg.Warn("rejected connection on client endpoint",
+				zap.String("remote-addr", c.RemoteAddr().String()), zap.Error(err))
+		}
+	})
+}
+
+func (c *handshakeLogConn) Read(b []byte) (int, error) {
+	c.handshake()
+	return c.Conn.Read(b)
+}
+
+func (c *handshakeLogConn) Write(b []byte) (int, error) {
+	c.handshake()
+	return c.Conn.Write(b)
+}
