@@ -19,6 +19,10 @@ var commands = map[string]command{
 	"put":     parsePut,
 	"range":   parseRange,
 	"txn-put": parseTxnPut,
+
+	"watch-latency":   parseWatchLatency,
+	"watch":           parseWatch,
+	"lease-keepalive": parseLeaseKeepAlive,
 }
 
 const defaultTotal = 10000

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,10 @@ type workload struct {
 	total int64
 	// newSource returns the request source of client number client.
 	newSource func(client int) requestSource
+	// run, when set, replaces the pool of unary requests: commands whose
+	// traffic lives on long-lived streams (watch, lease keepalive) drive the
+	// ready connections themselves and write their own report.
+	run func(ctx context.Context, g *globalConfig, conns []*grpc.ClientConn, stdout, stderr io.Writer) error
 }
 
 // runBenchmark connects, drives the workload to completion (or until ctx is
@@ -48,6 +53,9 @@ func runBenchmark(ctx context.Context, g *globalConfig, w *workload, stdout, std
 		return err
 	}
 	defer closeAll(conns)
+	if w.run != nil {
+		return w.run(ctx, g, conns, stdout, stderr)
+	}
 
 	fmt.Fprintf(stderr, "benchmark: %s, %d requests, %d clients over %d connections to %v\n",
 		w.name, w.total, g.clients, len(conns), endpoints)
@@ -99,6 +107,25 @@ func runClient(ctx context.Context, kv pb.KVClient, source requestSource, next *
 		err := call(ctx, kv)
 		rec.Record(time.Since(start), err)
 	}
+}
+
+// writeJSONFile writes v, indented, to the --report-json file if one was
+// given.
+func writeJSONFile(g *globalConfig, v any) error {
+	if g.reportJSON == "" {
+		return nil
+	}
+	f, err := os.Create(g.reportJSON)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeReport prints the text report and, if asked, writes the JSON file.

@@ -15,6 +15,9 @@
 //	benchmark [global flags] put     [--total N] [--key-size 8] [--val-size 256] [--key-space-size 1] [--sequential-keys]
 //	benchmark [global flags] range   <key> [end] [--total N] [--consistency l|s] [--limit 0]
 //	benchmark [global flags] txn-put [--total N] [--txn-ops 1] [--key-size 8] [--val-size 256] [--key-space-size 1]
+//	benchmark [global flags] watch-latency [--watchers 100] [--streams 10] [--put-total 1000] [--put-rate 0] [--key-size 8] [--val-size 256] [--key-space-size 1]
+//	benchmark [global flags] watch [watch-latency flags] [--slow-watchers 0] [--slow-delay 10ms]
+//	benchmark [global flags] lease-keepalive [--total N] [--ttl 60]
 //
 // Global flags may also follow the command name.
 package main
@@ -141,7 +144,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cmd, ok := commands[fs.Arg(0)]
 	if !ok {
-		return fmt.Errorf("%w: unknown command %q (want put, range or txn-put)", errUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unknown command %q (want put, range, txn-put, watch-latency, watch or lease-keepalive)", errUsage, fs.Arg(0))
 	}
 	w, err := cmd(g, fs.Args()[1:], stderr)
 	if err != nil {
@@ -164,7 +167,7 @@ func usageError(err error) error {
 
 func printUsage(fs *flag.FlagSet) {
 	out := fs.Output()
-	fmt.Fprintln(out, "usage: benchmark [global flags] <put|range|txn-put> [command flags]")
+	fmt.Fprintln(out, "usage: benchmark [global flags] <put|range|txn-put|watch-latency|watch|lease-keepalive> [command flags]")
 	fmt.Fprintln(out, "\nglobal flags:")
 	fs.PrintDefaults()
 	fmt.Fprintln(out, "\nrun 'benchmark <command> --help' for command flags")

@@ -74,6 +74,18 @@ func (r *Recorder) Record(latency time.Duration, err error) {
 	r.recordSuccess(latency)
 }
 
+// RecordSuccesses notes a batch of successful latencies under one lock. A
+// watch receiver uses it so that thousands of events per second do not each
+// contend for the lock; the result is the same as calling Record(lat, nil)
+// for each latency in order.
+func (r *Recorder) RecordSuccesses(latencies []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, lat := range latencies {
+		r.recordSuccess(lat)
+	}
+}
+
 func (r *Recorder) recordSuccess(latency time.Duration) {
 	r.ok++
 	if r.ok == 1 || latency < r.fastest {
@@ -117,6 +129,8 @@ func (r *Recorder) Report(planned int64, elapsed time.Duration, opts ReportOptio
 		Errors:     sortedErrors(r.errs),
 		SampleSize: len(r.kept),
 		Sampled:    int64(len(r.kept)) < r.ok,
+		Unit:       opts.unit(),
+		NotDone:    opts.notDone(),
 	}
 	if elapsed > 0 {
 		rep.RequestsPerSec = float64(r.ok) / elapsed.Seconds()

@@ -13,6 +13,26 @@ import (
 type ReportOptions struct {
 	Percentiles []float64
 	Buckets     int
+	// Unit names what was counted, capitalised and plural ("Requests" by
+	// default; "Events" for watch deliveries). NotDone names the planned
+	// items that neither succeeded nor failed ("not sent" by default;
+	// "missing" for events that never arrived).
+	Unit    string
+	NotDone string
+}
+
+func (o ReportOptions) unit() string {
+	if o.Unit == "" {
+		return "Requests"
+	}
+	return o.Unit
+}
+
+func (o ReportOptions) notDone() string {
+	if o.NotDone == "" {
+		return "not sent"
+	}
+	return o.NotDone
 }
 
 func (o ReportOptions) percentiles() []float64 {
@@ -50,6 +70,11 @@ type Report struct {
 	// Sampled is true when that is fewer than Succeeded.
 	SampleSize int
 	Sampled    bool
+
+	// Unit and NotDone label the text report's count lines (see
+	// ReportOptions). The JSON keys do not change with them.
+	Unit    string
+	NotDone string
 }
 
 // histogramBarWidth is the bar length of the fullest histogram bucket.
@@ -76,9 +101,16 @@ func (r *Report) writeSummary(p *textPrinter) {
 		p.printf("  Average:\t%s secs.\n", p.secs(r.Average))
 		p.printf("  Stddev:\t%s secs.\n", p.secs(r.Stddev))
 	}
-	p.printf("  Requests/sec:\t%.4f\n", r.RequestsPerSec)
-	p.printf("  Requests:\t%d planned, %d succeeded, %d failed, %d not sent\n",
-		r.Planned, r.Succeeded, r.Failed, r.NotSent)
+	unit, notDone := r.Unit, r.NotDone
+	if unit == "" {
+		unit = "Requests"
+	}
+	if notDone == "" {
+		notDone = "not sent"
+	}
+	p.printf("  %s/sec:\t%.4f\n", unit, r.RequestsPerSec)
+	p.printf("  %s:\t%d planned, %d succeeded, %d failed, %d %s\n",
+		unit, r.Planned, r.Succeeded, r.Failed, r.NotSent, notDone)
 	if r.Sampled {
 		p.printf("  Note:\tpercentiles and histogram use a uniform sample of %d of %d latencies (use --precise for all)\n",
 			r.SampleSize, r.Succeeded)
@@ -174,6 +206,12 @@ type jsonBucket struct {
 type jsonError struct {
 	Message string `json:"message"`
 	Count   int64  `json:"count"`
+}
+
+// MarshalJSON encodes the report in the same form as WriteJSON, so that a
+// command with several reports can nest them in one JSON document.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	return json.Marshal(r.toJSON())
 }
 
 // WriteJSON writes the report as one indented JSON object.

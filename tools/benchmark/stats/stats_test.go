@@ -243,3 +243,59 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("json report = %+v", got)
 	}
 }
+
+func TestRecordSuccessesMatchesRecord(t *testing.T) {
+	lats := msRange(1, 50)
+	one, batch := NewRecorder(Unlimited), NewRecorder(Unlimited)
+	for _, l := range lats {
+		one.Record(l, nil)
+	}
+	batch.RecordSuccesses(lats[:20])
+	batch.RecordSuccesses(lats[20:])
+	batch.RecordSuccesses(nil)
+	a, b := one.Report(50, time.Second, ReportOptions{}), batch.Report(50, time.Second, ReportOptions{})
+	if a.Succeeded != b.Succeeded || a.Average != b.Average || a.Stddev != b.Stddev || a.Fastest != b.Fastest || a.Slowest != b.Slowest {
+		t.Errorf("batch report %+v, want %+v", b, a)
+	}
+	for i := range a.Percentiles {
+		if a.Percentiles[i] != b.Percentiles[i] {
+			t.Errorf("percentile %v: %v vs %v", a.Percentiles[i].P, b.Percentiles[i], a.Percentiles[i])
+		}
+	}
+}
+
+func TestReportUnitLabelsAndNestedJSON(t *testing.T) {
+	r := NewRecorder(Unlimited)
+	r.RecordSuccesses(msRange(1, 3))
+	rep := r.Report(5, time.Second, ReportOptions{Unit: "Events", NotDone: "missing"})
+	var text bytes.Buffer
+	if err := rep.WriteText(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Events/sec:\t3.0000", "Events:\t5 planned, 3 succeeded, 0 failed, 2 missing"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	var direct bytes.Buffer
+	if err := rep.WriteJSON(&direct); err != nil {
+		t.Fatal(err)
+	}
+	nested, err := json.Marshal(map[string]*Report{"r": rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromDirect any
+	var fromNested map[string]any
+	if err := json.Unmarshal(direct.Bytes(), &fromDirect); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(nested, &fromNested); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(fromDirect)
+	b, _ := json.Marshal(fromNested["r"])
+	if !bytes.Equal(a, b) {
+		t.Errorf("nested JSON %s differs from WriteJSON %s", b, a)
+	}
+}
