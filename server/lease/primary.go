@@ -285,6 +285,9 @@ func (le *Lessor) dueCheckpoints(now time.Time) []*pb.LeaseCheckpoint {
 		}
 		remaining := int64(math.Ceil(l.Expiry().Sub(now).Seconds()))
 		if remaining >= l.ttl {
+			// Nothing used up yet (rounding up): look again later rather
+			// than dropping the lease from checkpointing for good.
+			le.scheduleCheckpoint(l, now)
 			continue
 		}
 		cps = append(cps, &pb.LeaseCheckpoint{ID: int64(id), Remaining_TTL: remaining})

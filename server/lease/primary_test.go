@@ -369,3 +369,24 @@ func TestLoop(t *testing.T) {
 	le.Stop()
 	le.Stop()
 }
+
+// A checkpoint that falls due while the lease still shows its whole TTL
+// (the election extension on promotion, rounded up) is looked at again one
+// interval later instead of being dropped for good.
+func TestCheckpointDueWithFullTTLIsRescheduled(t *testing.T) {
+	rec := &checkpointRecorder{}
+	e := newEnv(t, Config{Checkpointer: rec.propose, CheckpointInterval: 2 * time.Second})
+	rec.le = e.le
+	e.mustGrant(t, 1, 10)
+	e.le.Promote(3 * time.Second) // expiry 13 s away: 2 s from now 11 s remain, rounded >= TTL
+	e.clock.Advance(2 * time.Second)
+	e.le.tick()
+	if got := rec.take(); got != nil {
+		t.Fatalf("checkpoints while the whole TTL remains: %v", got)
+	}
+	e.clock.Advance(2 * time.Second)
+	e.le.tick()
+	if got, want := rec.take(), []string{" 1:9"}; !slices.Equal(got, want) {
+		t.Fatalf("checkpoints = %q, want %q (the lease must not leave checkpointing)", got, want)
+	}
+}
