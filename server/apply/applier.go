@@ -15,6 +15,7 @@ import (
 	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/lease"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
@@ -117,10 +118,13 @@ func (a *Applier) Apply(ctx context.Context, r *pb.InternalRaftRequest) *Result 
 	case r.Range != nil:
 		return a.applyRange(ctx, r.Range)
 	case r.Put != nil:
+		metrics.MVCCPut.Inc()
 		return a.applyPut(ctx, r.Put)
 	case r.DeleteRange != nil:
+		metrics.MVCCDelete.Inc()
 		return a.applyDeleteRange(ctx, r.DeleteRange)
 	case r.Txn != nil:
+		metrics.MVCCTxn.Inc()
 		return a.applyTxn(ctx, r.Txn)
 	case r.Compaction != nil:
 		return a.applyCompaction(r.Compaction)

@@ -203,6 +203,9 @@ type Config struct {
 	MemberAddAsLearner      bool          `json:"experimental-member-add-as-learner"`
 	LearnerReadOnly         bool          `json:"experimental-learner-read-only"`
 	StandbyFailoverAfter    time.Duration `json:"experimental-learner-standby-failover-after"`
+	// cairn extension: how often the leader checkpoints remaining lease
+	// TTLs (etcd: 5 minutes, not configurable).
+	LeaseCheckpointInterval time.Duration `json:"experimental-lease-checkpoint-interval"`
 
 	// Unsafe.
 	UnsafeNoFsync   bool `json:"unsafe-no-fsync"`
@@ -284,6 +287,7 @@ func NewConfig() *Config {
 		WarningUnaryRequestDuration: 300 * time.Millisecond,
 		MaxLearners:                 1,
 		LearnerAutoPromoteAfter:     30 * time.Second,
+		LeaseCheckpointInterval:     5 * time.Minute,
 		FeatureGates:                map[string]bool{},
 	}
 	c.InitialCluster = c.InitialClusterFromName(c.Name)

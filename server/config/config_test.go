@@ -113,6 +113,22 @@ func TestFlagForms(t *testing.T) {
 		{"cipher suites", []string{"--cipher-suites=TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"}, func(c *Config) any { return strings.Join(c.CipherSuites, ",") }, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"},
 		{"harmless feature gate", []string{"--feature-gates=TxnModeWriteWithSharedBuffer=false"},
 			func(c *Config) any { return c.FeatureEnabled("TxnModeWriteWithSharedBuffer") }, false},
+		{"lease checkpoint on by default", nil,
+			func(c *Config) any {
+				return c.FeatureEnabled("LeaseCheckpoint") && c.FeatureEnabled("LeaseCheckpointPersist")
+			}, true},
+		{"lease checkpoint off", []string{"--feature-gates=LeaseCheckpoint=false"},
+			func(c *Config) any {
+				return c.FeatureEnabled("LeaseCheckpoint") || c.FeatureEnabled("LeaseCheckpointPersist")
+			}, false},
+		{"lease checkpoint without persist", []string{"--feature-gates=LeaseCheckpointPersist=false"},
+			func(c *Config) any {
+				return c.FeatureEnabled("LeaseCheckpoint") && !c.FeatureEnabled("LeaseCheckpointPersist")
+			}, true},
+		{"all alpha off", []string{"--feature-gates=AllAlpha=false"},
+			func(c *Config) any { return c.FeatureEnabled("LeaseCheckpoint") }, false},
+		{"lease checkpoint interval default", nil, func(c *Config) any { return c.LeaseCheckpointInterval }, 5 * time.Minute},
+		{"lease checkpoint interval", []string{"--experimental-lease-checkpoint-interval=1s"}, func(c *Config) any { return c.LeaseCheckpointInterval }, time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +161,8 @@ func TestParseErrors(t *testing.T) {
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
 		{"unsupported", []string{"--socket-reuse-port"}, nil, "cairn: --socket-reuse-port is not supported yet", false},
 		{"unsupported via env", nil, []string{"ETCD_FORCE_NEW_CLUSTER=true"}, "cairn: --force-new-cluster is not supported yet", false},
-		{"unsupported gate", []string{"--feature-gates=LeaseCheckpoint=true"}, nil, "cairn: --feature-gates=LeaseCheckpoint is not supported yet", false},
+		{"unsupported gate", []string{"--feature-gates=InitialCorruptCheck=true"}, nil, "cairn: --feature-gates=InitialCorruptCheck is not supported yet", false},
+		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},
 		{"proxy fallback", []string{"--discovery-fallback=proxy"}, nil, `v2 proxy is deprecated, and --discovery-fallback can't be configured as "proxy"`, false},
 		{"bad env value", nil, []string{"ETCD_SNAPSHOT_COUNT=x"}, `invalid value "x" for ETCD_SNAPSHOT_COUNT: parse error`, false},

@@ -26,6 +26,32 @@ var harmlessFeatureGates = map[string]bool{
 	"TxnModeWriteWithSharedBuffer": true,
 }
 
+// honouredFeatureGates are implemented by cairn, which accepts any value
+// for them. LeaseCheckpoint: the leader checkpoints remaining lease TTLs
+// through raft. LeaseCheckpointPersist: cairn, like etcd at cluster
+// version 3.6 and later, always stores applied checkpoints in the lease
+// bucket, so the gate changes nothing but is accepted (etcd requires
+// LeaseCheckpoint with it; see validateMisc).
+var honouredFeatureGates = map[string]bool{
+	"LeaseCheckpoint":        true,
+	"LeaseCheckpointPersist": true,
+}
+
+// cairnGateDefault is a gate's default where cairn's differs from etcd's
+// (see README, "cairn extensions"): lease checkpointing is on, because
+// without it a lease outlives every leader change (etcd issue 9888).
+// LeaseCheckpointPersist follows LeaseCheckpoint unless set, so that
+// --feature-gates=LeaseCheckpoint=false alone restores etcd's behaviour.
+func (c *Config) cairnGateDefault(gate string) (enabled, ok bool) {
+	switch gate {
+	case "LeaseCheckpoint":
+		return true, true
+	case "LeaseCheckpointPersist":
+		return c.FeatureEnabled("LeaseCheckpoint"), true
+	}
+	return false, false
+}
+
 // The k8s-style meta gates that switch every alpha or beta gate.
 const (
 	gateAllAlpha = "AllAlpha"
@@ -44,6 +70,9 @@ func (c *Config) FeatureEnabled(gate string) bool {
 		meta = gateAllBeta
 	}
 	if v, ok := c.FeatureGates[meta]; ok {
+		return v
+	}
+	if v, ok := c.cairnGateDefault(gate); ok {
 		return v
 	}
 	return featureGateDefaults[gate]
@@ -105,7 +134,7 @@ func (f featureGatesFlag) String() string {
 func (c *Config) unsupportedGates() []string {
 	var out []string
 	for gate, def := range featureGateDefaults {
-		if !harmlessFeatureGates[gate] && c.FeatureEnabled(gate) != def {
+		if !harmlessFeatureGates[gate] && !honouredFeatureGates[gate] && c.FeatureEnabled(gate) != def {
 			out = append(out, gate)
 		}
 	}

@@ -72,9 +72,9 @@ var otherOptions = []option{
 	// Profiling and monitoring.
 	{name: "enable-pprof", section: secProfiling, supported: true, field: boolean(func(c *Config) *bool { return &c.EnablePprof }),
 		help: "Serve runtime profiles at <client URL>/debug/pprof/."},
-	{name: "metrics", section: secProfiling, field: str(func(c *Config) *string { return &c.Metrics }),
+	{name: "metrics", section: secProfiling, supported: true, field: str(func(c *Config) *string { return &c.Metrics }),
 		help: "Metrics detail: 'basic' or 'extensive' (adds gRPC histograms)."},
-	{name: "listen-metrics-urls", section: secProfiling, field: urls(func(c *Config) *[]url.URL { return &c.ListenMetricsUrls }),
+	{name: "listen-metrics-urls", section: secProfiling, supported: true, field: urls(func(c *Config) *[]url.URL { return &c.ListenMetricsUrls }),
 		help: "Extra URLs serving only /metrics and /health."},
 
 	// Logging.
@@ -141,6 +141,8 @@ var otherOptions = []option{
 		help: "cairn: while this member is a learner, serve linearizable reads and Watch, and never be promoted automatically."},
 	{name: "experimental-learner-standby-failover-after", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.StandbyFailoverAfter }),
 		help: "cairn: while leader, when a voter has been unreachable this long and no failure is left to spare, promote a caught-up learner and remove that voter (0 disables)."},
+	{name: "experimental-lease-checkpoint-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.LeaseCheckpointInterval }),
+		help: "cairn: how often the leader checkpoints the remaining TTL of each lease longer than this (feature gate LeaseCheckpoint)."},
 
 	// Unsafe.
 	{name: "force-new-cluster", section: secUnsafe, field: boolean(func(c *Config) *bool { return &c.ForceNewCluster }),

@@ -30,6 +30,7 @@ type Member struct {
 	gw     *httpapi.Gateway
 	client []*httpapi.Mux
 	peer   []*http.Server
+	extra  []*http.Server // --listen-client-http-urls and --listen-metrics-urls
 	errc   chan error
 }
 
@@ -57,17 +58,26 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		closeAll(clientLns)
 		return nil, err
 	}
-	srv, err := etcdserver.New(ecfg)
+	extra, err := listenExtra(cfg, sec.client)
 	if err != nil {
 		closeAll(clientLns)
 		closeAll(peerLns)
 		return nil, err
 	}
+	srv, err := etcdserver.New(ecfg)
+	if err != nil {
+		closeAll(clientLns)
+		closeAll(peerLns)
+		extra.close()
+		return nil, err
+	}
 	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
 	srv.Start()
+	setupMetrics(cfg)
 	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
+		KeepAliveMinTime: cfg.GRPCKeepAliveMinTime, KeepAliveInterval: cfg.GRPCKeepAliveInterval, KeepAliveTimeout: cfg.GRPCKeepAliveTimeout,
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 	})
 	handler := httpapi.NewHandler(srv, lg)
@@ -77,6 +87,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 			srv.Stop()
 			closeAll(clientLns)
 			closeAll(peerLns)
+			extra.close()
 			return nil, err
 		}
 		handler = httpapi.WithGateway(m.gw, handler)
@@ -85,14 +96,20 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		handler = withPprof(handler)
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	clientHandler := handler
+	if len(extra.http) > 0 {
+		clientHandler = nil // gRPC only: HTTP has its own URLs
+	}
 	for _, l := range clientLns {
-		m.client = append(m.client, httpapi.Serve(logRejected(l, lg), m.grpc, handler))
+		m.client = append(m.client, httpapi.Serve(logRejected(l, lg), m.grpc, clientHandler))
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
 	for _, l := range peerLns {
 		m.peer = append(m.peer, servePeer(l, srv.PeerHandler(), lg))
 	}
+	m.serveExtra(extra, handler)
 	go m.watch()
+	go m.notifyWhenReady()
 	return m, nil
 }
 
@@ -119,6 +136,11 @@ func (m *Member) Close() {
 	for _, mux := range m.client {
 		if err := mux.Shutdown(ctx); err != nil {
 			mux.Close()
+		}
+	}
+	for _, hs := range m.extra {
+		if err := hs.Shutdown(ctx); err != nil {
+			hs.Close()
 		}
 	}
 	m.grpc.Stop()
@@ -148,6 +170,7 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		StrictReconfigCheck: cfg.StrictReconfigCheck, MaxLearners: cfg.MaxLearners,
 		LearnerAutoPromote: cfg.LearnerAutoPromote, LearnerAutoPromoteAfter: cfg.LearnerAutoPromoteAfter, StandbyFailoverAfter: cfg.StandbyFailoverAfter,
 		LearnerNoAutoPromote: cfg.LearnerNoAutoPromote, MemberAddAsLearner: cfg.MemberAddAsLearner, LearnerReadOnly: cfg.LearnerReadOnly,
+		LeaseCheckpoint: cfg.FeatureEnabled("LeaseCheckpoint"), LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries,
 		MaxSnapFiles: cfg.MaxSnapFiles, MaxWALFiles: cfg.MaxWalFiles,
 		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,

@@ -16,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/membership/v2store"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -48,6 +49,7 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 	for _, e := range batch.Entries {
 		s.applyEntry(e)
 	}
+	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
 	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
 		s.commitBackend(false)
 	}

@@ -45,6 +45,15 @@ type Config struct {
 	LearnerReadOnly         bool
 	StandbyFailoverAfter    time.Duration // --experimental-learner-standby-failover-after; 0 = off
 
+	// LeaseCheckpoint (feature gate LeaseCheckpoint; cairn's default is on)
+	// makes the leader checkpoint remaining lease TTLs through raft every
+	// LeaseCheckpointInterval (--experimental-lease-checkpoint-interval;
+	// 0 = 5 min, etcd's), so a leader change does not restart a lease at
+	// its full TTL. Applied checkpoints are always stored in the lease
+	// bucket (etcd's LeaseCheckpointPersist, always on from v3.6).
+	LeaseCheckpoint         bool
+	LeaseCheckpointInterval time.Duration
+
 	QuotaBackendBytes    int64
 	MaxRequestBytes      uint
 	BackendBatchInterval time.Duration

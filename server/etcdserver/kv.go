@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // Range reads locally, after a read barrier unless the request is serializable.
@@ -17,6 +18,7 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 			return nil, err
 		}
 	}
+	metrics.MVCCRange.Inc()
 	var resp *pb.RangeResponse
 	check := func(ai auth.AuthInfo) error { return s.authStore.IsRangePermitted(ai, r.Key, r.RangeEnd) }
 	err := s.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {

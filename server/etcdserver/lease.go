@@ -18,7 +18,10 @@ import (
 // are applied by server/apply into the lessor. Only the leader's lessor is
 // primary: it expires leases (this file proposes their revokes) and serves
 // keepalives; a follower forwards keepalives and TimeToLive to the leader
-// over the peer URLs (leasehttp.go).
+// over the peer URLs (leasehttp.go). With Config.LeaseCheckpoint the
+// primary also proposes each long lease's remaining TTL every
+// Config.LeaseCheckpointInterval, so the next leader counts down from it
+// rather than from the full TTL.
 
 // expiredLeaseCheckInterval bounds how long the revoke loop waits before it
 // looks again at a lessor replaced by a snapshot install.
@@ -26,10 +29,16 @@ const expiredLeaseCheckInterval = 500 * time.Millisecond
 
 // openLessor opens the lessor on a backend and re-attaches the live keys.
 func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, error) {
+	var cp lease.Checkpointer
+	if s.cfg.LeaseCheckpoint {
+		cp = s.checkpointLeases
+	}
 	l, err := lease.NewLessor(lease.Config{
 		Backend:                    be,
 		NewTxn:                     func() lease.TxnDeleter { return kv.Write() },
 		MinLeaseTTL:                lease.MinTTL(s.cfg.ElectionTicks, s.cfg.tickInterval()),
+		Checkpointer:               cp,
+		CheckpointInterval:         s.cfg.LeaseCheckpointInterval,
 		ExpiredLeasesRetryInterval: s.cfg.requestTimeout(),
 		Logger:                     s.lg,
 	})
@@ -41,6 +50,16 @@ func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// checkpointLeases is the lessor's Checkpointer: it proposes the remaining
+// TTLs through raft (every member applies them in log order) and returns
+// once this member has applied them, or the proposal failed. Checkpoints
+// need no permission; proposing as root keeps the token of a keepalive
+// (Lessor.Renew clears a checkpoint with the caller's context) out of it.
+func (s *Server) checkpointLeases(ctx context.Context, cps []*pb.LeaseCheckpoint) error {
+	_, err := s.proposeRequest(withRoot(ctx), &pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{Checkpoints: cps}})
+	return err
 }
 
 func (s *Server) currentLessor() *lease.Lessor {

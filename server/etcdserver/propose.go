@@ -10,11 +10,12 @@ import (
 
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/raftnode"
 )
 
 // propose sends r through raft and waits for its apply result.
-func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error) {
+func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *apply.Result, err error) {
 	select {
 	case <-s.stopc: // a non-blocking look costs no lock
 		return nil, errs.ErrStopped
@@ -36,6 +37,13 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 		return nil, errs.ErrRequestTooLarge
 	}
 	resultc := s.proposals.Register(id)
+	metrics.ProposalsPending.Inc()
+	defer func() {
+		metrics.ProposalsPending.Dec()
+		if err != nil {
+			metrics.ProposalsFailed.Inc()
+		}
+	}()
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()
 	start := time.Now()

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // readRetryInterval is how long the read loop waits for a ReadIndex answer
@@ -90,6 +91,7 @@ func (s *Server) readLoop() {
 
 		index, err := s.confirmReadIndex(leaderChanged)
 		if err != nil {
+			metrics.ReadIndexFailed.Inc()
 			round.finish(err)
 			continue
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -182,6 +183,7 @@ func (s *Server) closeBackendStores() {
 func (s *Server) Start() {
 	// Decided before any loop runs: the apply loop rewrites confState.
 	singleVoter := s.isSingleVoter()
+	s.exportMetrics()
 	s.node.Start()
 	s.goAttach(s.applyLoop)
 	s.goAttach(s.commitLoop)
@@ -288,6 +290,7 @@ func (s *Server) setConfState(cs *raftpb.ConfState) {
 		learner = learner || id == s.id
 	}
 	s.isLearner.Store(learner)
+	metrics.SetLearner(learner)
 }
 
 // IsLearner reports whether this member is a learner.

@@ -78,6 +78,21 @@ func NewHandler(h Health, lg *zap.Logger) http.Handler {
 	return mux
 }
 
+// NewMetricsHandler returns the handler of --listen-metrics-urls: /metrics
+// and the health endpoints (/health, /livez, /readyz), as etcd serves there.
+func NewMetricsHandler(h Health, lg *zap.Logger) http.Handler {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	mux := http.NewServeMux()
+	mux.Handle(PathMetrics, promhttp.Handler())
+	mux.Handle(PathHealth, &healthHandler{h: h, lg: lg})
+	livez, readyz := newCheckRegistries(h)
+	livez.install(mux, lg)
+	readyz.install(mux, lg)
+	return mux
+}
+
 // versions is etcd's /version document.
 type versions struct {
 	Server  string `json:"etcdserver"`

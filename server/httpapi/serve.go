@@ -33,6 +33,7 @@ type Mux struct {
 	root     net.Listener
 	grpcSrv  *grpc.Server
 	httpSrv  *http.Server
+	grpcOnly bool // no HTTP handler: non-gRPC connections are closed
 	grpcConn *handoffListener
 	httpConn *handoffListener
 
@@ -46,13 +47,15 @@ type Mux struct {
 }
 
 // Serve starts serving l in the background and returns at once. grpcSrv gets
-// the gRPC connections, httpHandler the HTTP/1.1 requests. Stop it with
+// the gRPC connections, httpHandler the HTTP/1.1 requests (a nil httpHandler
+// serves gRPC only and closes other connections). Stop it with
 // Close or Shutdown; Wait returns when everything has stopped.
 func Serve(l net.Listener, grpcSrv *grpc.Server, httpHandler http.Handler) *Mux {
 	m := &Mux{
 		root:     l,
 		grpcSrv:  grpcSrv,
 		httpSrv:  &http.Server{Handler: httpHandler, ReadHeaderTimeout: sniffTimeout},
+		grpcOnly: httpHandler == nil,
 		grpcConn: newHandoffListener(l.Addr()),
 		httpConn: newHandoffListener(l.Addr()),
 		sniffing: map[net.Conn]struct{}{},
@@ -181,6 +184,10 @@ func (m *Mux) dispatch(c net.Conn) {
 	m.untrack(c)
 	if err != nil {
 		c.Close()
+		return
+	}
+	if !isGRPC && m.grpcOnly {
+		c.Close() // HTTP is served on --listen-client-http-urls instead
 		return
 	}
 	target := m.httpConn

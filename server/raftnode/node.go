@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // ErrStopped is returned for work handed to a Node that has stopped.
@@ -404,6 +406,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		n.term.Store(rd.HardState.GetTerm())
 		n.committed.Store(rd.HardState.GetCommit())
+		metrics.ProposalsCommitted.Set(float64(rd.HardState.GetCommit()))
 	}
 	if len(rd.ReadStates) > 0 {
 		n.publishReadState(rd.ReadStates[len(rd.ReadStates)-1])
@@ -502,6 +505,7 @@ func (n *Node) setLeader(lead uint64) {
 		return
 	}
 	n.lg.Info("raft leader changed", zap.String("leader", strconv.FormatUint(lead, 16)))
+	metrics.SetLeader(lead, n.cfg.ID, true)
 	n.leaderMu.Lock()
 	close(n.leaderc)
 	n.leaderc = make(chan struct{})

@@ -19,7 +19,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -56,6 +58,17 @@ type Config struct {
 	// WatchProgressNotifyInterval is etcd's --watch-progress-notify-interval
 	// (0 means etcd's default, 10 minutes; less than 100ms means 100ms).
 	WatchProgressNotifyInterval time.Duration
+	// KeepAliveMinTime is etcd's --grpc-keepalive-min-time: clients pinging
+	// more often than this are disconnected (0 means gRPC's default, 5s).
+	KeepAliveMinTime time.Duration
+	// KeepAliveInterval is etcd's --grpc-keepalive-interval: how long a
+	// connection may be idle before the server pings it (0 means gRPC's
+	// default, 2h).
+	KeepAliveInterval time.Duration
+	// KeepAliveTimeout is etcd's --grpc-keepalive-timeout: how long the
+	// server waits for a ping's answer before closing the connection (0
+	// means gRPC's default, 20s).
+	KeepAliveTimeout time.Duration
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -91,8 +104,16 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, math.MaxInt32-grpcOverheadBytes)) + grpcOverheadBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
-		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
-		grpc.ChainStreamInterceptor(streamErrorInterceptor),
+		// The metrics interceptors come first (outermost), so they count
+		// the status the client finally gets.
+		grpc.ChainUnaryInterceptor(metrics.UnaryServerInterceptor, unaryErrorInterceptor),
+		grpc.ChainStreamInterceptor(metrics.StreamServerInterceptor, streamErrorInterceptor),
+	}
+	if cfg.KeepAliveMinTime > 0 {
+		opts = append(opts, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepAliveMinTime, PermitWithoutStream: false}))
+	}
+	if cfg.KeepAliveInterval > 0 && cfg.KeepAliveTimeout > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.KeepAliveInterval, Timeout: cfg.KeepAliveTimeout}))
 	}
 	if lc, ok := s.(LearnerChecker); ok {
 		opts = append(opts,
@@ -132,5 +153,6 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
+	metrics.InitGRPCServer(gs)
 	return gs
 }

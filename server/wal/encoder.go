@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"os"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/wal/walpb"
 )
 
@@ -98,6 +99,7 @@ func (e *encoder) write(n int) error {
 		return err
 	}
 	e.off += int64(n)
+	metrics.WALWriteBytes.Add(float64(n))
 	e.buf = e.buf[:copy(e.buf, e.buf[n:])]
 	return nil
 }

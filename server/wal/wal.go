@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/fileutil"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/wal/walpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -446,7 +447,9 @@ func (w *WAL) sync() error {
 	}
 	start := time.Now()
 	err := fileutil.Fdatasync(w.tail().file.File)
-	if took := time.Since(start); took > warnSyncDuration {
+	took := time.Since(start)
+	metrics.WALFsyncSeconds.Observe(took.Seconds())
+	if took > warnSyncDuration {
 		w.lg.Warn("slow fdatasync", zap.Duration("took", took), zap.Duration("expected-duration", warnSyncDuration))
 	}
 	return err

@@ -19,9 +19,12 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // DefaultMmapSize is the initial mmap size, etcd's 10 GiB. bbolt must remap
@@ -189,9 +192,11 @@ func (b *backend) preCommit() {
 // file to grow it, which cannot happen while our long-lived read tx is open.
 func (b *backend) commitTxs(reopen bool) {
 	b.read.close()
+	start := time.Now()
 	if err := b.batch.tx.Commit(); err != nil {
 		b.lg.Fatal("failed to commit the backend", zap.String("path", b.cfg.Path), zap.Error(err))
 	}
+	metrics.BackendCommitSeconds.Observe(time.Since(start).Seconds())
 	b.batch.tx = nil
 	b.batch.discardHeld()
 	b.read.released.Store(&releasedWrites{})

@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // defragBatchKeys is how many pairs Defrag copies per bbolt transaction,
@@ -89,6 +91,7 @@ func (b *backend) Defrag() error {
 		return errClosed
 	}
 	start := time.Now()
+	defer func() { metrics.BackendDefragSeconds.Observe(time.Since(start).Seconds()) }()
 	sizeBefore, inUseBefore := b.Size(), b.SizeInUse()
 	b.lg.Info("defragmenting", zap.String("path", b.cfg.Path),
 		zap.Int64("current-db-size-bytes", sizeBefore),

@@ -239,3 +239,15 @@ func readRevMeta(tx backend.UnsafeReader, name []byte) (main int64, found bool) 
 func putRevMeta(tx backend.UnsafeWriter, name []byte, main int64) {
 	tx.UnsafePut(backend.BucketMeta, name, RevToBytes(Revision{Main: main}))
 }
+
+// CompactRev returns the revision of the last scheduled compaction, -1 if
+// the store was never compacted (etcd's compact_revision gauge).
+func (s *Store) CompactRev() int64 {
+	s.revMu.RLock()
+	defer s.revMu.RUnlock()
+	return s.compactMainRev
+}
+
+// KeyCount is the number of keys in the index, deleted keys not yet
+// compacted away included.
+func (s *Store) KeyCount() int { return s.index.Len() }

@@ -1,0 +1,193 @@
+package metrics
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The server-side gRPC metrics etcd exports (the grpc_server_* family with
+// its grpc_type, grpc_service, grpc_method and grpc_code labels), kept by
+// this package's own interceptors.
+var (
+	grpcStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grpc_server_started_total",
+		Help: "RPCs the server has started, by method.",
+	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	grpcHandled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grpc_server_handled_total",
+		Help: "RPCs the server has finished, by method and status code.",
+	}, []string{"grpc_type", "grpc_service", "grpc_method", "grpc_code"})
+	grpcMsgReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grpc_server_msg_received_total",
+		Help: "Messages the server has received, by method.",
+	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	grpcMsgSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grpc_server_msg_sent_total",
+		Help: "Messages the server has sent, by method.",
+	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	grpcHandling = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "grpc_server_handling_seconds",
+		Help:    "Time from the start of an RPC to its end as handled by the server, by method.",
+		Buckets: grpcBuckets,
+	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+
+	extensiveOnce sync.Once
+	extensive     atomic.Bool
+)
+
+func registerGRPC() {
+	prometheus.MustRegister(grpcStarted, grpcHandled, grpcMsgReceived, grpcMsgSent)
+}
+
+// EnableExtensive turns on --metrics=extensive: the gRPC handling-time
+// histogram is registered and recorded from then on. Call it before
+// building gRPC servers.
+func EnableExtensive() {
+	extensiveOnce.Do(func() {
+		prometheus.MustRegister(grpcHandling)
+		extensive.Store(true)
+	})
+}
+
+// Extensive reports whether EnableExtensive was called.
+func Extensive() bool { return extensive.Load() }
+
+const numCodes = int(codes.Unauthenticated) + 1
+
+// method holds one RPC method's series, resolved once so that an RPC costs
+// a map read and atomic adds.
+type method struct {
+	started, received, sent prometheus.Counter
+	handled                 [numCodes]prometheus.Counter
+	handling                prometheus.Observer // nil unless extensive
+}
+
+var methods sync.Map // full method name -> *method
+
+func grpcType(clientStream, serverStream bool) string {
+	switch {
+	case clientStream && serverStream:
+		return "bidi_stream"
+	case clientStream:
+		return "client_stream"
+	case serverStream:
+		return "server_stream"
+	}
+	return "unary"
+}
+
+func splitMethod(full string) (service, name string) {
+	full = strings.TrimPrefix(full, "/")
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		return full[:i], full[i+1:]
+	}
+	return "unknown", full
+}
+
+func newMethod(full, typ string) *method {
+	svc, name := splitMethod(full)
+	m := &method{
+		started:  grpcStarted.WithLabelValues(typ, svc, name),
+		received: grpcMsgReceived.WithLabelValues(typ, svc, name),
+		sent:     grpcMsgSent.WithLabelValues(typ, svc, name),
+	}
+	for c := range numCodes {
+		m.handled[c] = grpcHandled.WithLabelValues(typ, svc, name, codes.Code(c).String())
+	}
+	if extensive.Load() {
+		m.handling = grpcHandling.WithLabelValues(typ, svc, name)
+	}
+	return m
+}
+
+// InitGRPCServer creates every series of every method registered on gs, at
+// zero, as etcd does: a method shows up in a scrape before it is called.
+// Call it after the services are registered.
+func InitGRPCServer(gs *grpc.Server) {
+	for svc, info := range gs.GetServiceInfo() {
+		for _, mi := range info.Methods {
+			full := "/" + svc + "/" + mi.Name
+			if _, ok := methods.Load(full); !ok {
+				methods.LoadOrStore(full, newMethod(full, grpcType(mi.IsClientStream, mi.IsServerStream)))
+			}
+		}
+	}
+}
+
+func lookup(full, typ string) *method {
+	if m, ok := methods.Load(full); ok {
+		return m.(*method)
+	}
+	m, _ := methods.LoadOrStore(full, newMethod(full, typ))
+	return m.(*method)
+}
+
+func (m *method) done(err error, start time.Time) {
+	c := status.Code(err)
+	if int(c) < numCodes {
+		m.handled[c].Inc()
+	}
+	if m.handling != nil {
+		m.handling.Observe(time.Since(start).Seconds())
+	}
+}
+
+// UnaryServerInterceptor counts unary RPCs. Put it first in the chain so
+// that it sees the status the client gets.
+func UnaryServerInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	m := lookup(info.FullMethod, "unary")
+	var start time.Time
+	if m.handling != nil {
+		start = time.Now()
+	}
+	m.started.Inc()
+	m.received.Inc()
+	resp, err := handler(ctx, req)
+	if err == nil {
+		m.sent.Inc()
+	}
+	m.done(err, start)
+	return resp, err
+}
+
+// StreamServerInterceptor counts streaming RPCs and their messages.
+func StreamServerInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	m := lookup(info.FullMethod, grpcType(info.IsClientStream, info.IsServerStream))
+	var start time.Time
+	if m.handling != nil {
+		start = time.Now()
+	}
+	m.started.Inc()
+	err := handler(srv, &countingStream{ServerStream: ss, m: m})
+	m.done(err, start)
+	return err
+}
+
+type countingStream struct {
+	grpc.ServerStream
+	m *method
+}
+
+func (s *countingStream) SendMsg(msg any) error {
+	err := s.ServerStream.SendMsg(msg)
+	if err == nil {
+		s.m.sent.Inc()
+	}
+	return err
+}
+
+func (s *countingStream) RecvMsg(msg any) error {
+	err := s.ServerStream.RecvMsg(msg)
+	if err == nil {
+		s.m.received.Inc()
+	}
+	return err
+}
