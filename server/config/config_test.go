@@ -160,7 +160,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad cluster state", []string{"--initial-cluster-state=old"}, nil, `invalid value "old" for flag -initial-cluster-state: invalid value`, true},
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
 		{"unsupported", []string{"--socket-reuse-port"}, nil, "cairn: --socket-reuse-port is not supported yet", false},
-		{"unsupported via env", nil, []string{"ETCD_FORCE_NEW_CLUSTER=true"}, "cairn: --force-new-cluster is not supported yet", false},
+		{"unsupported via env", nil, []string{"ETCD_SOCKET_REUSE_ADDRESS=true"}, "cairn: --socket-reuse-address is not supported yet", false},
 		{"unsupported gate", []string{"--feature-gates=InitialCorruptCheck=true"}, nil, "cairn: --feature-gates=InitialCorruptCheck is not supported yet", false},
 		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},

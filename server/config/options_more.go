@@ -145,7 +145,7 @@ var otherOptions = []option{
 		help: "cairn: how often the leader checkpoints the remaining TTL of each lease longer than this (feature gate LeaseCheckpoint)."},
 
 	// Unsafe.
-	{name: "force-new-cluster", section: secUnsafe, field: boolean(func(c *Config) *bool { return &c.ForceNewCluster }),
+	{name: "force-new-cluster", section: secUnsafe, supported: true, field: boolean(func(c *Config) *bool { return &c.ForceNewCluster }),
 		help: "Turn this member into a new one-member cluster, keeping its data."},
 	{name: "unsafe-no-fsync", section: secUnsafe, supported: true, field: boolean(func(c *Config) *bool { return &c.UnsafeNoFsync }),
 		help: "Never fsync. Unsafe: a crash loses data."},

@@ -165,9 +165,9 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 	return &etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, WALDir: cfg.WalDir,
 		ClientURLs: urlStrings(cfg.AdvertiseClientUrls), PeerURLs: urlStrings(cfg.AdvertisePeerUrls),
-		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(),
+		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(), ForceNewCluster: cfg.ForceNewCluster,
 		TickMs: cfg.TickMs, ElectionTicks: cfg.ElectionTicks(), PreVote: cfg.PreVote,
-		StrictReconfigCheck: cfg.StrictReconfigCheck, MaxLearners: cfg.MaxLearners,
+		StrictReconfigCheck: cfg.StrictReconfigCheck, ClientCertAuth: cfg.ClientTLSInfo.ClientCertAuth, MaxLearners: cfg.MaxLearners,
 		LearnerAutoPromote: cfg.LearnerAutoPromote, LearnerAutoPromoteAfter: cfg.LearnerAutoPromoteAfter, StandbyFailoverAfter: cfg.StandbyFailoverAfter,
 		LearnerNoAutoPromote: cfg.LearnerNoAutoPromote, MemberAddAsLearner: cfg.MemberAddAsLearner, LearnerReadOnly: cfg.LearnerReadOnly,
 		LeaseCheckpoint: cfg.FeatureEnabled("LeaseCheckpoint"), LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,

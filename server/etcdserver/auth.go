@@ -7,7 +7,9 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
@@ -57,15 +59,35 @@ func (s *Server) authInfo(ctx context.Context) (*auth.AuthInfo, error) {
 	if root, _ := ctx.Value(rootKey{}).(bool); root {
 		return &auth.AuthInfo{Username: "root", Revision: s.authStore.Revision()}, nil
 	}
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return nil, nil
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if token, ok := auth.TokenFromMetadata(md); ok {
+			return s.authStore.AuthInfoFromToken(ctx, token)
+		}
 	}
-	token, ok := auth.TokenFromMetadata(md)
-	if !ok {
-		return nil, nil
+	return s.authInfoFromCert(ctx), nil
+}
+
+// authInfoFromCert names the user by the common name of the client's
+// verified certificate when --client-cert-auth is on and the request carries
+// no token, as etcd does. Requests through the JSON gateway arrive on an
+// in-process connection without TLS state, so they never match.
+func (s *Server) authInfoFromCert(ctx context.Context) *auth.AuthInfo {
+	if !s.cfg.ClientCertAuth || !s.authStore.IsAuthEnabled() {
+		return nil
 	}
-	return s.authStore.AuthInfoFromToken(ctx, token)
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	cn := info.State.VerifiedChains[0][0].Subject.CommonName
+	if cn == "" {
+		return nil
+	}
+	return &auth.AuthInfo{Username: cn, Revision: s.authStore.Revision()}
 }
 
 // authInfoOrEmpty is authInfo with "no user" as an empty AuthInfo.

@@ -146,6 +146,12 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	if err := proto.Unmarshal(mdBytes, md); err != nil {
 		return nil, fmt.Errorf("decode wal metadata: %w", err)
 	}
+	if s.cfg.ForceNewCluster {
+		if hs, ents, err = s.forceNewCluster(w, md.GetNodeID(), snapshot, hs, ents); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	ms := raft.NewMemoryStorage()
 	if snapshot != nil {
 		if err := ms.ApplySnapshot(snapshot); err != nil {

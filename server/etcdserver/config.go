@@ -22,6 +22,9 @@ type Config struct {
 	InitialCluster      map[string][]string // name -> peer URLs
 	InitialClusterToken string
 	NewCluster          bool
+	// ForceNewCluster (--force-new-cluster): on restart, remove every other
+	// member and carry on as a one-member cluster (force_new_cluster.go).
+	ForceNewCluster bool
 
 	TickMs                 uint
 	ElectionTicks          int
@@ -30,6 +33,10 @@ type Config struct {
 	SnapshotCatchUpEntries uint64
 	MaxSnapFiles           uint
 	MaxWALFiles            uint
+
+	// ClientCertAuth: with auth on, a request without a token is made by
+	// the user named by its client certificate's common name.
+	ClientCertAuth bool
 
 	StrictReconfigCheck bool
 	MaxLearners         int

@@ -25,6 +25,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		return nil, errs.ErrStopped
 	}
 	hdr := s.Header()
+	downgrade := s.storedDowngrade()
 	if !s.rlockStores() {
 		return nil, errs.ErrStopped
 	}
@@ -42,7 +43,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		DbSizeQuota:      s.applier.QuotaBytes(),
 		StorageVersion:   storageVersion,
 		// etcd always sends it, empty while no downgrade is in progress.
-		DowngradeInfo: &pb.DowngradeInfo{},
+		DowngradeInfo: &pb.DowngradeInfo{TargetVersion: downgrade.TargetVersion, Enabled: downgrade.Enabled},
 	}
 	for _, a := range s.applier.Alarms() {
 		resp.Errors = append(resp.Errors, a.String())

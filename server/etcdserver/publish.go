@@ -95,6 +95,8 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 		tx.UnsafePut(backend.BucketMeta, backend.MetaStorageVersion, []byte(storageVersion))
 		tx.Unlock()
 		s.lg.Info("set cluster version", zap.String("cluster-version", r.GetClusterVersionSet().GetVer()))
+	case r.GetDowngradeInfoSet() != nil:
+		s.applyDowngradeInfo(r.GetDowngradeInfoSet())
 	default:
 		return false
 	}

@@ -218,6 +218,9 @@ func (s *Server) campaignWhenApplied() {
 }
 
 func (s *Server) isSingleVoter() bool {
+	if s.cfg.ForceNewCluster && s.cfg.HasWAL() {
+		return true // every other member is removed by committed entries
+	}
 	if s.confState != nil {
 		return len(s.confState.GetVoters()) == 1 && s.confState.GetVoters()[0] == s.id
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -226,6 +227,16 @@ func sniff(c net.Conn) (isHTTP2 bool, read []byte, err error) {
 type prefixedConn struct {
 	net.Conn
 	prefix []byte
+}
+
+// ConnectionState reports the TLS state of the sniffed connection, so that
+// gRPC (through v3rpc's transport credentials) and HTTP can still see the
+// client's certificate. The zero state means the connection is plaintext.
+func (pc *prefixedConn) ConnectionState() tls.ConnectionState {
+	if tc, ok := pc.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		return tc.ConnectionState()
+	}
+	return tls.ConnectionState{}
 }
 
 func (pc *prefixedConn) Read(p []byte) (int, error) {

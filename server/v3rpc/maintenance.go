@@ -16,8 +16,8 @@ import (
 // pages, as bbolt writes them.
 const snapshotChunkBytes = 32 * 1024
 
-// maintenanceServer serves etcd's Maintenance service. Downgrade is not
-// served yet (Unimplemented, from the embedded default).
+// maintenanceServer serves etcd's Maintenance service. Downgrade is served
+// when the Server implements it (downgrader), else Unimplemented.
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
 	s  Server
@@ -154,4 +154,23 @@ func (ms *maintenanceServer) storageVersion(ctx context.Context) string {
 		return ""
 	}
 	return st.StorageVersion
+}
+
+// downgrader is the member side of Maintenance.Downgrade.
+type downgrader interface {
+	Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error)
+}
+
+// Downgrade validates, enables or cancels a cluster downgrade.
+func (ms *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	d, ok := ms.s.(downgrader)
+	if !ok {
+		return ms.UnimplementedMaintenanceServer.Downgrade(ctx, r)
+	}
+	resp, err := d.Downgrade(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Header = completeHeader(ms.s, resp.Header)
+	return resp, nil
 }

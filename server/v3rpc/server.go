@@ -99,6 +99,7 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		cfg.MaxTxnOps = DefaultMaxTxnOps
 	}
 	opts := []grpc.ServerOption{
+		grpc.Creds(connTLSCreds{}),
 		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
 		// whose stack would grow anew each time.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
