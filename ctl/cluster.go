@@ -1,0 +1,622 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnkv/cairn/client"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+func init() {
+	register(
+		&command{path: "lease grant", usage: "Creates leases", run: leaseGrantCmd},
+		&command{path: "lease revoke", usage: "Revokes leases", run: leaseRevokeCmd},
+		&command{path: "lease timetolive", usage: "Get lease information", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.BoolVar(&o.keys, "keys", false, "Get keys attached to this lease")
+		}, run: leaseTTLCmd},
+		&command{path: "lease list", usage: "List all active leases", run: leaseListCmd},
+		&command{path: "lease keep-alive", usage: "Keeps leases alive (renew)", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.BoolVar(&o.once, "once", false, "Resets the keep-alive time to its original value and exits immediately")
+		}, run: leaseKeepAliveCmd},
+		&command{path: "member list", usage: "Lists all members in the cluster", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+		}, run: memberListCmd},
+		&command{path: "member add", usage: "Adds a member into the cluster", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.peerURLs, "peer-urls", "", "comma separated peer URLs for the new member.")
+			fs.BoolVar(&o.learner, "learner", false, "indicates if the new member is raft learner")
+		}, run: memberAddCmd},
+		&command{path: "member remove", usage: "Removes a member from the cluster", run: memberRemoveCmd},
+		&command{path: "member update", usage: "Updates a member in the cluster", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.peerURLs, "peer-urls", "", "comma separated peer URLs for the updated member.")
+		}, run: memberUpdateCmd},
+		&command{path: "member promote", usage: "Promotes a non-voting member in the cluster", run: memberPromoteCmd},
+		&command{path: "alarm list", usage: "Lists all alarms", run: alarmListCmd},
+		&command{path: "alarm disarm", usage: "Disarms all alarms", run: alarmDisarmCmd},
+		&command{path: "move-leader", usage: "Transfers leadership to another etcd cluster member.", run: moveLeaderCmd},
+	)
+}
+
+// withClient runs f with a connected client and a command-timeout context.
+func (c *cmdCtx) withClient(f func(ctx context.Context, cl *client.Client) error) error {
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return f(ctx, cl)
+}
+
+func leaseID(s string) (client.LeaseID, error) {
+	id, err := strconv.ParseInt(s, 16, 64)
+	if err != nil {
+		return 0, fail(exitBadArgs, "bad lease ID arg (%w), expecting ID in Hex", err)
+	}
+	return client.LeaseID(id), nil
+}
+
+func leaseGrantCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "lease grant command needs TTL argument")
+	}
+	ttl, err := strconv.ParseInt(c.args[0], 10, 64)
+	if err != nil {
+		return fail(exitBadArgs, "bad TTL (%w)", err)
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.Grant(ctx, ttl)
+		if err != nil {
+			return fail(exitError, "failed to grant lease (%w)", err)
+		}
+		return c.p.grant(r)
+	})
+}
+
+func leaseRevokeCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "lease revoke command needs 1 argument")
+	}
+	id, err := leaseID(c.args[0])
+	if err != nil {
+		return err
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.Revoke(ctx, id)
+		if err != nil {
+			return fail(exitError, "failed to revoke lease (%w)", err)
+		}
+		return c.p.revoke(id, r)
+	})
+}
+
+func leaseTTLCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "lease timetolive command needs lease ID as argument")
+	}
+	id, err := leaseID(c.args[0])
+	if err != nil {
+		return err
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		var lo []client.LeaseOption
+		if c.o.keys {
+			lo = append(lo, client.WithAttachedKeys())
+		}
+		r, err := cl.TimeToLive(ctx, id, lo...)
+		if err != nil {
+			return fail(exitBadConn, "%v", err)
+		}
+		return c.p.timeToLive(r, c.o.keys)
+	})
+}
+
+func leaseListCmd(c *cmdCtx) error {
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.Leases(ctx)
+		if err != nil {
+			return fail(exitBadConn, "%v", err)
+		}
+		return c.p.leases(r)
+	})
+}
+
+func leaseKeepAliveCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "lease keep-alive command needs lease ID as argument")
+	}
+	id, err := leaseID(c.args[0])
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if c.o.once {
+		ctx, cancel := c.ctx()
+		defer cancel()
+		r, err := cl.KeepAliveOnce(ctx, id)
+		if err != nil {
+			return fail(exitBadConn, "%v", err)
+		}
+		return c.p.keepAlive(r)
+	}
+	ch, err := cl.KeepAlive(context.Background(), id)
+	if err != nil {
+		return fail(exitBadConn, "%v", err)
+	}
+	for r := range ch {
+		if err := c.p.keepAlive(r); err != nil {
+			return err
+		}
+	}
+	if c.p.format == "simple" {
+		fmt.Fprintf(c.stdout, "lease %016x expired or revoked.\n", int64(id))
+	}
+	return nil
+}
+
+func memberListCmd(c *cmdCtx) error {
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		var ops []client.OpOption
+		if isSerializable(c.o.consistency) {
+			ops = append(ops, client.WithSerializable())
+		}
+		r, err := cl.MemberList(ctx, ops...)
+		if err != nil {
+			return err
+		}
+		return c.p.memberList(r)
+	})
+}
+
+func memberAddCmd(c *cmdCtx) error {
+	if len(c.args) < 1 {
+		return fail(exitBadArgs, "member name not provided")
+	}
+	if len(c.args) > 1 {
+		ev := "too many arguments"
+		for _, s := range c.args {
+			if strings.HasPrefix(strings.ToLower(s), "http") {
+				ev += ", did you mean --peer-urls=" + s
+			}
+		}
+		return fail(exitBadArgs, "%s", ev)
+	}
+	name := c.args[0]
+	if c.o.peerURLs == "" {
+		return fail(exitBadArgs, "member peer urls not provided")
+	}
+	urls := strings.Split(c.o.peerURLs, ",")
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		var r *pb.MemberAddResponse
+		var err error
+		if c.o.learner {
+			r, err = cl.MemberAddAsLearner(ctx, urls)
+		} else {
+			r, err = cl.MemberAdd(ctx, urls)
+		}
+		if err != nil {
+			return err
+		}
+		as := " "
+		if r.GetMember().GetIsLearner() {
+			as = " as learner "
+		}
+		line := fmt.Sprintf("Member %16x added%sto cluster %16x", r.GetMember().GetID(), as, r.GetHeader().GetClusterId())
+		if err := c.p.memberChange(r, r.GetHeader(), r.GetMembers(), line); err != nil {
+			return err
+		}
+		if c.p.format == "simple" {
+			var conf []string
+			for _, m := range r.Members {
+				for _, u := range m.PeerURLs {
+					n := m.Name
+					if m.ID == r.Member.ID {
+						n = name
+					}
+					conf = append(conf, n+"="+u)
+				}
+			}
+			fmt.Fprint(c.stdout, "\n")
+			fmt.Fprintf(c.stdout, "ETCD_NAME=%q\n", name)
+			fmt.Fprintf(c.stdout, "ETCD_INITIAL_CLUSTER=%q\n", strings.Join(conf, ","))
+			fmt.Fprintf(c.stdout, "ETCD_INITIAL_ADVERTISE_PEER_URLS=%q\n", c.o.peerURLs)
+			fmt.Fprint(c.stdout, "ETCD_INITIAL_CLUSTER_STATE=\"existing\"\n")
+		}
+		return nil
+	})
+}
+
+func memberID(args []string) (uint64, error) {
+	if len(args) != 1 {
+		return 0, fail(exitBadArgs, "member ID is not provided")
+	}
+	id, err := strconv.ParseUint(args[0], 16, 64)
+	if err != nil {
+		return 0, fail(exitBadArgs, "bad member ID arg (%w), expecting ID in Hex", err)
+	}
+	return id, nil
+}
+
+func memberRemoveCmd(c *cmdCtx) error {
+	id, err := memberID(c.args)
+	if err != nil {
+		return err
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.MemberRemove(ctx, id)
+		if err != nil {
+			return err
+		}
+		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
+			fmt.Sprintf("Member %16x removed from cluster %16x", id, r.GetHeader().GetClusterId()))
+	})
+}
+
+func memberUpdateCmd(c *cmdCtx) error {
+	id, err := memberID(c.args)
+	if err != nil {
+		return err
+	}
+	if c.o.peerURLs == "" {
+		return fail(exitBadArgs, "member peer urls not provided")
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.MemberUpdate(ctx, id, strings.Split(c.o.peerURLs, ","))
+		if err != nil {
+			return err
+		}
+		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
+			fmt.Sprintf("Member %16x updated in cluster %16x", id, r.GetHeader().GetClusterId()))
+	})
+}
+
+func memberPromoteCmd(c *cmdCtx) error {
+	id, err := memberID(c.args)
+	if err != nil {
+		return err
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.MemberPromote(ctx, id)
+		if err != nil {
+			return err
+		}
+		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
+			fmt.Sprintf("Member %16x promoted in cluster %16x", id, r.GetHeader().GetClusterId()))
+	})
+}
+
+func alarmListCmd(c *cmdCtx) error {
+	if len(c.args) != 0 {
+		return fail(exitBadArgs, "alarm list command accepts no arguments")
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.AlarmList(ctx)
+		if err != nil {
+			return err
+		}
+		return c.p.alarm(r)
+	})
+}
+
+func alarmDisarmCmd(c *cmdCtx) error {
+	if len(c.args) != 0 {
+		return fail(exitBadArgs, "alarm disarm command accepts no arguments")
+	}
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		// Disarm every alarm raised, as etcdctl does.
+		list, err := cl.AlarmList(ctx)
+		if err != nil {
+			return err
+		}
+		out := &pb.AlarmResponse{Header: list.GetHeader()}
+		for _, a := range list.GetAlarms() {
+			r, err := cl.AlarmDisarm(ctx, a)
+			if err != nil {
+				return err
+			}
+			out.Header = r.GetHeader()
+			out.Alarms = append(out.Alarms, r.GetAlarms()...)
+		}
+		return c.p.alarm(out)
+	})
+}
+
+func moveLeaderCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "move-leader command needs 1 argument")
+	}
+	target, err := strconv.ParseUint(c.args[0], 16, 64)
+	if err != nil {
+		return fail(exitBadArgs, "%v", err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	eps := strings.Split(c.g.endpoints, ",")
+	for _, ep := range eps {
+		g := *c.g
+		g.endpoints = ep
+		sub := *c
+		sub.g = &g
+		cl, err := sub.newClient()
+		if err != nil {
+			return err
+		}
+		st, err := cl.Status(ctx, ep)
+		if err != nil {
+			cl.Close()
+			return err
+		}
+		if st.GetHeader().GetMemberId() != st.GetLeader() {
+			cl.Close()
+			continue
+		}
+		r, err := cl.MoveLeader(ctx, target)
+		cl.Close()
+		if err != nil {
+			return err
+		}
+		switch c.p.format {
+		case "simple":
+			fmt.Fprintf(c.stdout, "Leadership transferred from %x to %x\n", st.GetLeader(), target)
+			return nil
+		case "json":
+			return c.p.json(r)
+		case "protobuf":
+			return c.p.pb(r)
+		}
+		return c.p.unsupported()
+	}
+	return fail(exitBadArgs, "no leader endpoint given at %v", eps)
+}
+
+// --- endpoint, defrag, snapshot ---
+
+func init() {
+	clusterFlag := func(fs *flag.FlagSet, o *opts) {
+		fs.BoolVar(&o.cluster, "cluster", false, "use all endpoints from the cluster member list")
+	}
+	register(
+		&command{path: "endpoint health", usage: "Checks the healthiness of endpoints specified in `--endpoints` flag", flags: clusterFlag, run: epHealthCmd},
+		&command{path: "endpoint status", usage: "Prints out the status of endpoints specified in `--endpoints` flag", flags: clusterFlag, run: epStatusCmd},
+		&command{path: "endpoint hashkv", usage: "Prints the KV history hash for each endpoint in --endpoints", flags: func(fs *flag.FlagSet, o *opts) {
+			clusterFlag(fs, o)
+			fs.Int64Var(&o.rev, "rev", 0, "maximum revision to hash (default: latest revision)")
+		}, run: epHashKVCmd},
+		&command{path: "defrag", usage: "Defragments the storage of the etcd members with given endpoints", flags: clusterFlag, run: defragCmd},
+		&command{path: "snapshot save", usage: "Stores an etcd node backend snapshot to a given file", run: snapshotSaveCmd},
+	)
+}
+
+// endpoints are --endpoints, or with --cluster every member's client URLs.
+func (c *cmdCtx) endpointList() ([]string, error) {
+	if !c.o.cluster {
+		return strings.Split(c.g.endpoints, ","), nil
+	}
+	var eps []string
+	err := c.withClient(func(ctx context.Context, cl *client.Client) error {
+		r, err := cl.MemberList(ctx)
+		if err != nil {
+			return fail(exitError, "failed to fetch endpoints from etcd cluster member list: %w", err)
+		}
+		for _, m := range r.Members {
+			eps = append(eps, m.ClientURLs...)
+		}
+		return nil
+	})
+	return eps, err
+}
+
+// perEndpoint runs f with a client for each endpoint in turn.
+func (c *cmdCtx) perEndpoint(eps []string, f func(ep string, cl *client.Client, err error)) {
+	for _, ep := range eps {
+		g := *c.g
+		g.endpoints = ep
+		sub := *c
+		sub.g = &g
+		cl, err := sub.newClient()
+		f(ep, cl, err)
+		if cl != nil {
+			cl.Close()
+		}
+	}
+}
+
+func epHealthCmd(c *cmdCtx) error {
+	eps, err := c.endpointList()
+	if err != nil {
+		return err
+	}
+	var hs []epHealth
+	bad := false
+	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
+		if err != nil {
+			hs = append(hs, epHealth{Ep: ep, Error: err.Error()})
+			bad = true
+			return
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		st := time.Now()
+		_, err = cl.Get(ctx, "health")
+		h := epHealth{Ep: ep, Took: time.Since(st).String()}
+		if err == nil || errors.Is(err, rpctypes.ErrPermissionDenied) {
+			h.Health = true
+			ar, err := cl.AlarmList(ctx)
+			if err == nil && len(ar.Alarms) > 0 {
+				h.Health = false
+				h.Error = "Active Alarm(s): "
+				for _, a := range ar.Alarms {
+					switch a.Alarm {
+					case pb.AlarmType_NOSPACE:
+						h.Error += "NOSPACE "
+					case pb.AlarmType_CORRUPT:
+						h.Error += "CORRUPT "
+					default:
+						h.Error += "UNKNOWN "
+					}
+				}
+			} else if err != nil {
+				h.Health = false
+				h.Error = "Unable to fetch the alarm list"
+			}
+		} else {
+			h.Error = err.Error()
+		}
+		if h.Error != "" {
+			bad = true
+		}
+		hs = append(hs, h)
+	})
+	if err := c.p.epHealth(hs, c.stderr); err != nil {
+		return err
+	}
+	if bad {
+		return fail(exitError, "unhealthy cluster")
+	}
+	return nil
+}
+
+func epStatusCmd(c *cmdCtx) error {
+	eps, err := c.endpointList()
+	if err != nil {
+		return err
+	}
+	var ss []epStatus
+	bad := false
+	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
+		if err == nil {
+			ctx, cancel := c.ctx()
+			defer cancel()
+			var r *pb.StatusResponse
+			if r, err = cl.Status(ctx, ep); err == nil {
+				ss = append(ss, epStatus{Ep: ep, Resp: r})
+				return
+			}
+		}
+		fmt.Fprintf(c.stderr, "Failed to get the status of endpoint %s (%v)\n", ep, err)
+		bad = true
+	})
+	if err := c.p.epStatus(ss); err != nil {
+		return err
+	}
+	if bad {
+		return silent(exitError)
+	}
+	return nil
+}
+
+func epHashKVCmd(c *cmdCtx) error {
+	eps, err := c.endpointList()
+	if err != nil {
+		return err
+	}
+	var hs []epHashKV
+	bad := false
+	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
+		if err == nil {
+			ctx, cancel := c.ctx()
+			defer cancel()
+			var r *pb.HashKVResponse
+			if r, err = cl.HashKV(ctx, ep, c.o.rev); err == nil {
+				hs = append(hs, epHashKV{Ep: ep, Resp: r})
+				return
+			}
+		}
+		fmt.Fprintf(c.stderr, "Failed to get the hash of endpoint %s (%v)\n", ep, err)
+		bad = true
+	})
+	if err := c.p.epHashKV(hs); err != nil {
+		return err
+	}
+	if bad {
+		return silent(exitError)
+	}
+	return nil
+}
+
+func defragCmd(c *cmdCtx) error {
+	eps, err := c.endpointList()
+	if err != nil {
+		return err
+	}
+	bad := false
+	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
+		st := time.Now()
+		if err == nil {
+			ctx, cancel := c.ctx()
+			defer cancel()
+			_, err = cl.Defragment(ctx, ep)
+		}
+		d := time.Since(st)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, d, err)
+			bad = true
+			return
+		}
+		fmt.Fprintf(c.stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
+	})
+	if bad {
+		return silent(exitError)
+	}
+	return nil
+}
+
+func snapshotSaveCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "snapshot save expects one argument <filename>")
+	}
+	path := c.args[0]
+	eps := strings.Split(c.g.endpoints, ",")
+	if len(eps) != 1 {
+		return fail(exitError, "snapshot must be requested to one selected node, not multiple %v", eps)
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	part := path + ".part"
+	defer os.Remove(part)
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fail(exitInterrupted, "could not open %s (%v)", part, err)
+	}
+	defer f.Close()
+	rc, err := cl.Snapshot(context.Background())
+	if err != nil {
+		return fail(exitInterrupted, "%v", err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(f, rc); err != nil {
+		return fail(exitInterrupted, "%v", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(exitInterrupted, "%v", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(exitInterrupted, "%v", err)
+	}
+	if err := os.Rename(part, path); err != nil {
+		return fail(exitInterrupted, "could not rename %s to %s (%v)", part, path, err)
+	}
+	fmt.Fprintf(c.stdout, "Snapshot saved at %s\n", path)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if st, err := cl.Status(ctx, eps[0]); err == nil && st.GetStorageVersion() != "" {
+		fmt.Fprintf(c.stdout, "Server version %s\n", st.GetStorageVersion())
+	}
+	return nil
+}

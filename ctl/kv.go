@@ -1,0 +1,601 @@
+package ctl
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnkv/cairn/client"
+	"go.uber.org/zap"
+)
+
+func init() {
+	register(
+		&command{path: "version", usage: "Prints the version of etcdctl", run: versionCmd},
+		&command{path: "get", usage: "Gets the key or a range of keys", flags: getFlags, run: getCmd},
+		&command{path: "put", usage: "Puts the given key into the store", flags: putFlags, run: putCmd},
+		&command{path: "del", usage: "Removes the specified key or range of keys [key, range_end)", flags: delFlags, run: delCmd},
+		&command{path: "txn", usage: "Txn processes all the requests in one transaction", flags: txnFlags, run: txnCmd},
+		&command{path: "compaction", usage: "Compacts the event history in etcd", flags: func(fs *flag.FlagSet, o *opts) {
+			fs.BoolVar(&o.physical, "physical", false, "'true' to wait for compaction to physically remove all old revisions")
+		}, run: compactionCmd},
+	)
+}
+
+func versionCmd(c *cmdCtx) error {
+	fmt.Fprintln(c.stdout, "etcdctl version:", etcdctlVersion)
+	fmt.Fprintln(c.stdout, "API version:", apiVersion)
+	return nil
+}
+
+// newClient connects as etcdctl does with the global flags.
+func (c *cmdCtx) newClient() (*client.Client, error) {
+	eps := strings.Split(c.g.endpoints, ",")
+	cfg := client.Config{
+		Endpoints:            eps,
+		DialTimeout:          c.g.dialTimeout,
+		DialKeepAliveTime:    c.g.keepAlive,
+		DialKeepAliveTimeout: c.g.keepAliveTO,
+		MaxCallSendMsgSize:   c.g.maxReqBytes,
+		MaxCallRecvMsgSize:   c.g.maxRecvBytes,
+		Logger:               zap.NewNop(),
+	}
+	if c.g.cert != "" || c.g.ca != "" || c.g.skipVerify {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.g.skipVerify}
+		if c.g.cert != "" {
+			cert, err := tls.LoadX509KeyPair(c.g.cert, c.g.key)
+			if err != nil {
+				return nil, fail(exitBadArgs, "%v", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		if c.g.ca != "" {
+			b, err := os.ReadFile(c.g.ca)
+			if err != nil {
+				return nil, fail(exitBadArgs, "%v", err)
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(b)
+			tc.RootCAs = pool
+		}
+		cfg.TLS = tc
+	}
+	if c.g.user != "" || c.g.token != "" {
+		return nil, fail(exitBadFeature, "authentication is not supported by cairnctl yet")
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, fail(exitError, "%v", err)
+	}
+	return cl, nil
+}
+
+func (c *cmdCtx) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.g.commandTimeout)
+}
+
+func getFlags(fs *flag.FlagSet, o *opts) {
+	fs.StringVar(&o.consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+	fs.StringVar(&o.order, "order", "", "Order of results; ASCEND or DESCEND")
+	fs.StringVar(&o.sortBy, "sort-by", "", "Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION")
+	fs.Int64Var(&o.limit, "limit", 0, "Maximum number of results")
+	fs.BoolVar(&o.prefix, "prefix", false, "Get keys with matching prefix")
+	fs.BoolVar(&o.fromKey, "from-key", false, "Get keys that are greater than or equal to the given key using byte compare")
+	fs.Int64Var(&o.rev, "rev", 0, "Specify the kv revision")
+	fs.BoolVar(&o.keysOnly, "keys-only", false, "Get only the keys")
+	fs.BoolVar(&o.countOnly, "count-only", false, "Get only the count")
+	fs.BoolVar(&o.printValueOnly, "print-value-only", false, `Only write values when using the "simple" output format`)
+	fs.Int64Var(&o.minCreate, "min-create-rev", 0, "Minimum create revision")
+	fs.Int64Var(&o.maxCreate, "max-create-rev", 0, "Maximum create revision")
+	fs.Int64Var(&o.minMod, "min-mod-rev", 0, "Minimum modification revision")
+	fs.Int64Var(&o.maxMod, "max-mod-rev", 0, "Maximum modification revision")
+	fs.BoolVar(&o.stream, "stream", false, "Use the RangeStream RPC")
+}
+
+func getOp(o *opts, args []string) (string, []client.OpOption, error) {
+	if len(args) == 0 {
+		return "", nil, fail(exitBadArgs, "get command needs one argument as key and an optional argument as range_end")
+	}
+	if o.prefix && o.fromKey {
+		return "", nil, fail(exitBadArgs, "`--prefix` and `--from-key` cannot be set at the same time, choose one")
+	}
+	if o.keysOnly && o.countOnly {
+		return "", nil, fail(exitBadArgs, "`--keys-only` and `--count-only` cannot be set at the same time, choose one")
+	}
+	var ops []client.OpOption
+	if isSerializable(o.consistency) {
+		ops = append(ops, client.WithSerializable())
+	}
+	key := args[0]
+	if len(args) > 1 {
+		if o.prefix || o.fromKey {
+			return "", nil, fail(exitBadArgs, "too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
+		}
+		ops = append(ops, client.WithRange(args[1]))
+	}
+	ops = append(ops, client.WithLimit(o.limit))
+	if o.rev > 0 {
+		ops = append(ops, client.WithRev(o.rev))
+	}
+	order := client.SortNone
+	switch strings.ToUpper(o.order) {
+	case "ASCEND":
+		order = client.SortAscend
+	case "DESCEND":
+		order = client.SortDescend
+	case "":
+	default:
+		return "", nil, fail(exitBadFeature, "bad sort order %v", o.order)
+	}
+	target := client.SortByKey
+	switch strings.ToUpper(o.sortBy) {
+	case "CREATE":
+		target = client.SortByCreateRevision
+	case "KEY":
+	case "MODIFY":
+		target = client.SortByModRevision
+	case "VALUE":
+		target = client.SortByValue
+	case "VERSION":
+		target = client.SortByVersion
+	case "":
+	default:
+		return "", nil, fail(exitBadFeature, "bad sort target %v", o.sortBy)
+	}
+	ops = append(ops, client.WithSort(target, order))
+	if o.prefix {
+		if key == "" {
+			key = "\x00"
+			ops = append(ops, client.WithFromKey())
+		} else {
+			ops = append(ops, client.WithPrefix())
+		}
+	}
+	if o.fromKey {
+		if key == "" {
+			key = "\x00"
+		}
+		ops = append(ops, client.WithFromKey())
+	}
+	if o.keysOnly {
+		ops = append(ops, client.WithKeysOnly())
+	}
+	if o.countOnly {
+		ops = append(ops, client.WithCountOnly())
+	}
+	if o.minCreate > 0 {
+		ops = append(ops, client.WithMinCreateRev(o.minCreate))
+	}
+	if o.maxCreate > 0 {
+		if o.minCreate > o.maxCreate {
+			return "", nil, fail(exitBadFeature, "getMinCreateRev(=%v) > getMaxCreateRev(=%v)", o.minCreate, o.maxCreate)
+		}
+		ops = append(ops, client.WithMaxCreateRev(o.maxCreate))
+	}
+	if o.minMod > 0 {
+		ops = append(ops, client.WithMinModRev(o.minMod))
+	}
+	if o.maxMod > 0 {
+		if o.minMod > o.maxMod {
+			return "", nil, fail(exitBadFeature, "getMinModRev(=%v) > getMaxModRev(=%v)", o.minMod, o.maxMod)
+		}
+		ops = append(ops, client.WithMaxModRev(o.maxMod))
+	}
+	return key, ops, nil
+}
+
+func isSerializable(c string) bool {
+	switch c {
+	case "s":
+		return true
+	case "l":
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "unknown consistency flag %q\n", c)
+	os.Exit(exitBadFeature)
+	return false
+}
+
+func getCmd(c *cmdCtx) error {
+	key, ops, err := getOp(c.o, c.args)
+	if err != nil {
+		return err
+	}
+	if c.o.countOnly && c.p.format != "fields" {
+		return fail(exitBadArgs, "--count-only is only for `--write-out=fields`")
+	}
+	if c.o.printValueOnly && c.p.format != "simple" {
+		return fail(exitBadArgs, "print-value-only is only for `--write-out=simple`")
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Get(ctx, key, ops...)
+	if err != nil {
+		return err
+	}
+	return c.p.get(resp)
+}
+
+func putFlags(fs *flag.FlagSet, o *opts) {
+	fs.StringVar(&o.lease, "lease", "0", "lease ID (in hexadecimal) to attach to the key")
+	fs.BoolVar(&o.prevKV, "prev-kv", false, "return the previous key-value pair before modification")
+	fs.BoolVar(&o.ignoreValue, "ignore-value", false, "updates the key using its current value")
+	fs.BoolVar(&o.ignoreLease, "ignore-lease", false, "updates the key using its current lease")
+}
+
+func argOrStdin(args []string, stdin io.Reader, i int) (string, error) {
+	if i < len(args) {
+		return args[i], nil
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil || len(b) == 0 {
+		return "", fmt.Errorf("no input")
+	}
+	return string(b), nil
+}
+
+func putOp(o *opts, args []string, stdin io.Reader) (string, string, []client.OpOption, error) {
+	const needs = "put command needs 1 argument and input from stdin or 2 arguments"
+	if len(args) == 0 {
+		return "", "", nil, fail(exitBadArgs, needs)
+	}
+	key := args[0]
+	if o.ignoreValue && len(args) > 1 {
+		return "", "", nil, fail(exitBadArgs, "put command needs only 1 argument when 'ignore-value' is set")
+	}
+	var value string
+	if !o.ignoreValue {
+		v, err := argOrStdin(args, stdin, 1)
+		if err != nil {
+			return "", "", nil, fail(exitBadArgs, needs)
+		}
+		value = v
+	}
+	id, err := strconv.ParseInt(o.lease, 16, 64)
+	if err != nil {
+		return "", "", nil, fail(exitBadArgs, "bad lease ID (%w), expecting ID in Hex", err)
+	}
+	var ops []client.OpOption
+	if id != 0 {
+		ops = append(ops, client.WithLease(client.LeaseID(id)))
+	}
+	if o.prevKV {
+		ops = append(ops, client.WithPrevKV())
+	}
+	if o.ignoreValue {
+		ops = append(ops, client.WithIgnoreValue())
+	}
+	if o.ignoreLease {
+		ops = append(ops, client.WithIgnoreLease())
+	}
+	return key, value, ops, nil
+}
+
+func putCmd(c *cmdCtx) error {
+	key, val, ops, err := putOp(c.o, c.args, c.stdin)
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Put(ctx, key, val, ops...)
+	if err != nil {
+		return err
+	}
+	return c.p.put(resp)
+}
+
+func delFlags(fs *flag.FlagSet, o *opts) {
+	fs.BoolVar(&o.prefix, "prefix", false, "delete keys with matching prefix")
+	fs.BoolVar(&o.prevKV, "prev-kv", false, "return deleted key-value pairs")
+	fs.BoolVar(&o.fromKey, "from-key", false, "delete keys that are greater than or equal to the given key using byte compare")
+	fs.BoolVar(&o.rangeDel, "range", false, "delete range of keys")
+}
+
+func delOp(o *opts, args []string, stderr io.Writer, wait bool) (string, []client.OpOption, error) {
+	if len(args) == 0 || len(args) > 2 {
+		return "", nil, fail(exitBadArgs, "del command needs one argument as key and an optional argument as range_end")
+	}
+	if o.prefix && o.fromKey {
+		return "", nil, fail(exitBadArgs, "`--prefix` and `--from-key` cannot be set at the same time, choose one")
+	}
+	var ops []client.OpOption
+	key := args[0]
+	if len(args) > 1 {
+		if o.prefix || o.fromKey {
+			return "", nil, fail(exitBadArgs, "too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
+		}
+		ops = append(ops, client.WithRange(args[1]))
+		if !o.rangeDel && wait {
+			fmt.Fprintf(stderr, "Warning: Keys between %q and %q will be deleted. Please interrupt the command within next 2 seconds to cancel. "+
+				"You can provide `--range` flag to avoid the delay.\n", args[0], args[1])
+			time.Sleep(2 * time.Second)
+		}
+	}
+	if o.prefix {
+		if key == "" {
+			key = "\x00"
+			ops = append(ops, client.WithFromKey())
+		} else {
+			ops = append(ops, client.WithPrefix())
+		}
+	}
+	if o.prevKV {
+		ops = append(ops, client.WithPrevKV())
+	}
+	if o.fromKey {
+		if key == "" {
+			key = "\x00"
+		}
+		ops = append(ops, client.WithFromKey())
+	}
+	return key, ops, nil
+}
+
+func delCmd(c *cmdCtx) error {
+	key, ops, err := delOp(c.o, c.args, c.stderr, true)
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Delete(ctx, key, ops...)
+	if err != nil {
+		return err
+	}
+	return c.p.del(resp)
+}
+
+func txnFlags(fs *flag.FlagSet, o *opts) {
+	fs.BoolVar(&o.interactive, "interactive", false, "Input transaction in interactive mode")
+	fs.BoolVar(&o.interactive, "i", false, "shorthand for --interactive")
+}
+
+func txnCmd(c *cmdCtx) error {
+	if len(c.args) != 0 {
+		return fail(exitBadArgs, "txn command does not accept argument")
+	}
+	r := bufio.NewReader(c.stdin)
+	prompt := func(s string) {
+		if c.o.interactive {
+			fmt.Fprintln(c.stdout, s)
+		}
+	}
+	prompt("compares:")
+	cmps, err := readCompares(r)
+	if err != nil {
+		return err
+	}
+	prompt("success requests (get, put, del):")
+	thenOps, err := readOps(r)
+	if err != nil {
+		return err
+	}
+	prompt("failure requests (get, put, del):")
+	elseOps, err := readOps(r)
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := cl.Txn(ctx).If(cmps...).Then(thenOps...).Else(elseOps...).Commit()
+	if err != nil {
+		return err
+	}
+	return c.p.txn(resp)
+}
+
+func readLines(r *bufio.Reader, each func(string) error) error {
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fail(exitInvalidInput, "%v", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			return nil
+		}
+		if err := each(line); err != nil {
+			return err
+		}
+	}
+}
+
+func readCompares(r *bufio.Reader) (cmps []client.Cmp, err error) {
+	err = readLines(r, func(line string) error {
+		cmp, err := parseCompare(line)
+		if err != nil {
+			return &exitErr{code: exitInvalidInput, err: err}
+		}
+		cmps = append(cmps, cmp)
+		return nil
+	})
+	return cmps, err
+}
+
+func readOps(r *bufio.Reader) (ops []client.Op, err error) {
+	err = readLines(r, func(line string) error {
+		op, err := parseRequest(line)
+		if err != nil {
+			return &exitErr{code: exitInvalidInput, err: err}
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	return ops, err
+}
+
+var argRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'|[^'"\s]\S*[^'"\s]?`)
+
+// argify splits a txn request line into words, unquoting quoted ones.
+func argify(s string) []string {
+	var out []string
+	for _, a := range argRE.FindAllString(s, -1) {
+		if len(a) >= 2 && a[0] == '"' {
+			if u, err := strconv.Unquote(a); err == nil {
+				a = u
+			}
+		} else if len(a) >= 2 && a[0] == '\'' {
+			a = a[1 : len(a)-1]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func parseRequest(line string) (client.Op, error) {
+	args := argify(line)
+	bad := fmt.Errorf("invalid txn request: %s", line)
+	if len(args) < 2 {
+		return client.Op{}, fmt.Errorf("invalid txn compare request: %s", line)
+	}
+	var o opts
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	switch args[0] {
+	case "get":
+		getFlags(fs, &o)
+	case "put":
+		putFlags(fs, &o)
+	case "del", "delete":
+		delFlags(fs, &o)
+	default:
+		return client.Op{}, bad
+	}
+	flags, pos, err := split(fs, args[1:])
+	if err != nil {
+		return client.Op{}, bad
+	}
+	if err := fs.Parse(flags); err != nil {
+		return client.Op{}, bad
+	}
+	switch args[0] {
+	case "get":
+		key, ops, err := getOp(&o, pos)
+		if err != nil {
+			return client.Op{}, err
+		}
+		return client.OpGet(key, ops...), nil
+	case "put":
+		key, val, ops, err := putOp(&o, pos, strings.NewReader(""))
+		if err != nil {
+			return client.Op{}, err
+		}
+		return client.OpPut(key, val, ops...), nil
+	default:
+		key, ops, err := delOp(&o, pos, io.Discard, false)
+		if err != nil {
+			return client.Op{}, err
+		}
+		return client.OpDelete(key, ops...), nil
+	}
+}
+
+func parseCompare(line string) (client.Cmp, error) {
+	var key, op, val string
+	parts := strings.SplitN(line, "(", 2)
+	if len(parts) != 2 {
+		return client.Cmp{}, fmt.Errorf("malformed comparison: %s", line)
+	}
+	target := parts[0]
+	n, serr := fmt.Sscanf(parts[1], "%q) %s %q", &key, &op, &val)
+	if n != 3 {
+		return client.Cmp{}, fmt.Errorf("malformed comparison: %s; got %s(%q) %s %q", line, target, key, op, val)
+	}
+	if serr != nil {
+		return client.Cmp{}, fmt.Errorf("malformed comparison: %s (%w)", line, serr)
+	}
+	switch op {
+	case "=", "!=", ">", "<":
+	default:
+		return client.Cmp{}, fmt.Errorf("invalid txn compare request: %s", line)
+	}
+	num := func() (int64, error) { return strconv.ParseInt(val, 10, 64) }
+	var cmp client.Cmp
+	switch target {
+	case "ver", "version":
+		v, err := num()
+		if err != nil {
+			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
+		}
+		cmp = client.Compare(client.Version(key), op, v)
+	case "c", "create":
+		v, err := num()
+		if err != nil {
+			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
+		}
+		cmp = client.Compare(client.CreateRevision(key), op, v)
+	case "m", "mod":
+		v, err := num()
+		if err != nil {
+			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
+		}
+		cmp = client.Compare(client.ModRevision(key), op, v)
+	case "val", "value":
+		cmp = client.Compare(client.Value(key), op, val)
+	case "lease":
+		v, err := strconv.ParseInt(val, 16, 64)
+		if err != nil {
+			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
+		}
+		cmp = client.Compare(client.LeaseValue(key), op, v)
+	default:
+		return cmp, fmt.Errorf("malformed comparison: %s (unknown target %s)", line, target)
+	}
+	return cmp, nil
+}
+
+func compactionCmd(c *cmdCtx) error {
+	if len(c.args) != 1 {
+		return fail(exitBadArgs, "compaction command needs 1 argument")
+	}
+	rev, err := strconv.ParseInt(c.args[0], 10, 64)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var ops []client.CompactOption
+	if c.o.physical {
+		ops = append(ops, client.WithCompactPhysical())
+	}
+	if _, err := cl.Compact(ctx, rev, ops...); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, "compacted revision", rev)
+	return nil
+}
