@@ -46,16 +46,29 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 			return
 		}
 	}
+	membersChanged := false
 	for _, e := range batch.Entries {
 		s.applyEntry(e)
+		membersChanged = membersChanged || e.GetType() == raftpb.EntryConfChange
 	}
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
 	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
 		s.commitBackend(false)
 	}
-	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount {
+	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) {
 		s.takeSnapshot()
 	}
+}
+
+// logCompacted reports whether raft's log no longer starts at the first
+// entry, so a member that joins now can only catch up through a snapshot.
+// After a membership change such a member needs a snapshot whose
+// configuration already lists it (raft refuses one that does not), so the
+// apply loop takes a fresh one at once instead of waiting for
+// --snapshot-count more entries.
+func (s *Server) logCompacted() bool {
+	first, err := s.node.MemStorage().FirstIndex()
+	return err == nil && first > 1
 }
 
 func (s *Server) applyEntry(e *raftpb.Entry) {
