@@ -70,6 +70,7 @@ func rootCommand() *command {
 		{name: "defrag", short: "Defragments the storage of the etcd", run: runDefrag},
 		{name: "snapshot", short: "Manages etcd node snapshots", subs: []*command{
 			{name: "restore", short: "Restores an etcd member snapshot to an etcd directory", run: runRestore},
+			{name: "restore-cluster", short: "Restores a snapshot into the data dirs of every member of a new cluster", run: runRestoreCluster},
 			{name: "status", short: "Gets backend snapshot status of a given file", run: runStatus},
 		}},
 		{name: "hashkv", short: "Prints the KV history hash of a given file", run: runHashKV},
