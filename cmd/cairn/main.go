@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/config"
+	_ "github.com/cairnkv/cairn/server/discovery" // v3 discovery (--discovery-token)
 	"github.com/cairnkv/cairn/server/embed"
 )
 

@@ -7,6 +7,7 @@ package embed
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,12 +35,46 @@ type Member struct {
 	errc   chan error
 }
 
+// Discoverer obtains the initial cluster ("name=url,...") of a member that
+// bootstraps through v3 discovery. server/discovery registers itself with
+// SetDiscoverer: embed cannot import it, because it is built on client/,
+// whose tests start members with embed.
+type Discoverer func(ctx context.Context, lg *zap.Logger, cfg *config.Config) (string, error)
+
+var discover Discoverer
+
+// SetDiscoverer installs the v3 discovery implementation.
+func SetDiscoverer(d Discoverer) { discover = d }
+
+// usesV3Discovery reports whether --discovery-token and
+// --discovery-endpoints are both set.
+func usesV3Discovery(cfg *config.Config) bool {
+	return cfg.DiscoveryCfg.Token != "" && len(cfg.DiscoveryCfg.Client.Endpoints) > 0
+}
+
 // StartMember opens the member and starts serving. It returns once the
 // listeners are bound; ReadyNotify says when requests are served.
 func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	ecfg, err := memberConfig(cfg, lg)
 	if err != nil {
 		return nil, err
+	}
+	// v3 discovery replaces --initial-cluster when bootstrapping a new
+	// cluster on an empty data dir; a restart trusts its WAL instead.
+	if usesV3Discovery(cfg) && cfg.IsNewCluster() && !ecfg.HasWAL() {
+		if discover == nil {
+			return nil, errors.New("v3 discovery is not linked into this binary (import server/discovery)")
+		}
+		cluster, err := discover(context.Background(), lg, cfg)
+		if err != nil {
+			return nil, err
+		}
+		discovered := *cfg
+		discovered.InitialCluster = cluster
+		cfg = &discovered
+		if ecfg, err = memberConfig(cfg, lg); err != nil {
+			return nil, err
+		}
 	}
 	if err := verifyInitialCluster(cfg, ecfg); err != nil {
 		return nil, err
