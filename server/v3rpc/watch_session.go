@@ -31,6 +31,12 @@ type watchSession struct {
 	// the request is repeated after every response forwarded until it is
 	// answered, as etcd defers it.
 	progressDue bool
+	// creates counts watchers created on this stream; progressAllAt is its
+	// value when the store queued the pending stream-wide progress
+	// notification. A watcher created after that may still be catching up,
+	// and the client applies a stream-wide notification to every watcher it
+	// knows, so such a notification is stale and must not be sent.
+	creates, progressAllAt uint64
 
 	reqs    chan *pb.WatchRequest
 	recvErr chan error // capacity 1: recv's last word
@@ -119,9 +125,19 @@ func (ss *watchSession) handle(req *pb.WatchRequest) error {
 	case req.GetCancelRequest() != nil:
 		return ss.cancel(req.GetCancelRequest().GetWatchId())
 	case req.GetProgressRequest() != nil:
-		ss.progressDue = !ss.mws.RequestProgressAll()
+		ss.requestProgressAll()
 	}
 	return nil
+}
+
+// requestProgressAll asks the store for a stream-wide progress notification;
+// it comes only when every watcher is synced, else it is retried after the
+// next forwarded response.
+func (ss *watchSession) requestProgressAll() {
+	ss.progressDue = !ss.mws.RequestProgressAll()
+	if !ss.progressDue {
+		ss.progressAllAt = ss.creates
+	}
 }
 
 // create adds a watcher and answers "created", or created+canceled with
@@ -142,6 +158,7 @@ func (ss *watchSession) create(cr *pb.WatchCreateRequest) error {
 		return ss.send(ss.createRefused(err.Error()))
 	}
 	ss.watchers[id] = &watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()}
+	ss.creates++
 	// The revision is read after the watcher exists: the client may take
 	// it as the last revision seen, and the watcher starts no later.
 	return ss.send(&pb.WatchResponse{Header: ss.header(ss.mws.Rev()), WatchId: int64(id), Created: true})
@@ -201,6 +218,11 @@ func (ss *watchSession) forward(r mvcc.WatchResponse) error {
 	if opts == nil && r.WatchID != mvcc.ProgressAllWatchID {
 		return nil
 	}
+	if r.WatchID == mvcc.ProgressAllWatchID && ss.progressAllAt != ss.creates {
+		// Stale: a watcher created since may be behind. Ask again.
+		ss.requestProgressAll()
+		return nil
+	}
 	resp := &pb.WatchResponse{
 		Header: ss.header(r.Revision), WatchId: int64(r.WatchID), Events: r.Events,
 		CompactRevision: r.CompactRevision, Canceled: r.CompactRevision != 0,
@@ -215,7 +237,7 @@ func (ss *watchSession) forward(r mvcc.WatchResponse) error {
 		err = ss.sendEvents(opts, resp, 0)
 	}
 	if err == nil && ss.progressDue {
-		ss.progressDue = !ss.mws.RequestProgressAll()
+		ss.requestProgressAll()
 	}
 	return err
 }
