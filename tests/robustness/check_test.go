@@ -18,6 +18,9 @@ import (
 type revLog struct {
 	final int64
 	putAt map[string]int64 // value -> revision that wrote it
+	// events is the watch event stream the history implies for
+	// keyPrefix, in revision order (by key within a revision).
+	events []histEvent
 }
 
 // readRevLog reads the key space at every revision 1..final from cli
@@ -64,6 +67,7 @@ func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
 	for r := int64(1); r <= final; r++ {
 		cur := map[string]kv{}
 		changed := false
+		var revEvents []histEvent
 		for _, k := range snaps[r] {
 			cur[k.key] = k
 			if k.mod > r || k.createRev > k.mod {
@@ -75,17 +79,25 @@ func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
 					problems = append(problems, fmt.Sprintf("value %q written twice, at revisions %d and %d", k.value, at, r))
 				}
 				l.putAt[k.value] = r
+				ev := histEvent{kv: k}
+				if p, ok := prev[k.key]; ok {
+					ev.prev = &p
+				}
+				revEvents = append(revEvents, ev)
 				continue
 			}
 			if p, ok := prev[k.key]; !ok || p != k {
 				problems = append(problems, fmt.Sprintf("revision %d: %v changed without its mod revision (before: %v)", r, k, p))
 			}
 		}
-		for key := range prev {
+		for key, p := range prev {
 			if _, ok := cur[key]; !ok {
 				changed = true
+				revEvents = append(revEvents, histEvent{del: true, kv: kv{key: key, mod: r}, prev: &p})
 			}
 		}
+		sort.Slice(revEvents, func(i, j int) bool { return revEvents[i].kv.key < revEvents[j].kv.key })
+		l.events = append(l.events, revEvents...)
 		if r > 1 && !changed {
 			problems = append(problems, fmt.Sprintf("revision %d changed nothing", r))
 		}

@@ -11,7 +11,11 @@
 //     revision it was acknowledged with, and every value the history holds
 //     was written by some client, once;
 //   - serializable reads return values at the revision that wrote them;
-//   - once the faults are healed all members agree on HashKV.
+//   - once the faults are healed all members agree on HashKV;
+//   - two prefix watches per member (watch_check_test.go), resumed after
+//     failures, are ordered, unique, reliable, atomic and resumable
+//     against the revision history, and their progress notifications never
+//     overtake events; a failing watcher's log goes to watch-mM-W.txt.
 //
 // Writes whose outcome is unknown (timeouts, unavailability) are resolved
 // with the revision history read back after the run: a put or txn whose

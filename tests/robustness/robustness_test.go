@@ -137,6 +137,16 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 	c := startCluster(t, bin, dir, 3)
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
+	ws, err := startWatchers(c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchStopped := false
+	defer func() {
+		if !watchStopped {
+			ws.stop()
+		}
+	}()
 
 	rng := rand.New(rand.NewPCG(seed, 0))
 	tcs := make([]*trafficClient, sc.clients)
@@ -171,6 +181,11 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, b := range ws.catchUp(final, 30*time.Second) {
+		t.Errorf("watch: %s did not reach the final revision %d", b, final)
+	}
+	watchLogs := ws.stop()
+	watchStopped = true
 	hashes, err := c.hashKVs(final)
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +245,20 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s", p)
+	}
+	for _, wl := range watchLogs {
+		t.Logf("watch %s", watchStats(wl))
+		wp := checkWatch(wl, l.events, final)
+		for _, p := range truncate(wp) {
+			t.Errorf("watch (seed %d): %s", seed, p)
+		}
+		if len(wp) > 0 {
+			path := filepath.Join(dir, fmt.Sprintf("watch-m%d-%d.txt", wl.member, wl.id))
+			if err := wl.dump(path); err != nil {
+				t.Errorf("writing %s: %v", path, err)
+			}
+			t.Logf("watch log of %s: %s", wl.name(), path)
+		}
 	}
 
 	checkStart := time.Now()

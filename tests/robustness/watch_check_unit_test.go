@@ -1,0 +1,85 @@
+package robustness
+
+import (
+	"strings"
+	"testing"
+)
+
+// Unit tests of checkWatch on hand-made sequences.
+
+func hPut(key, value string, rev, create, version int64) histEvent {
+	return histEvent{kv: kv{key: key, value: value, createRev: create, mod: rev, version: version}}
+}
+
+func hDel(key string, rev int64) histEvent {
+	return histEvent{del: true, kv: kv{key: key, mod: rev}}
+}
+
+// testHistory: revisions 2..6; revision 4 is a two-event revision.
+var testHistory = []histEvent{
+	hPut("key/0", "a", 2, 2, 1),
+	hPut("key/1", "b", 3, 3, 1),
+	hPut("key/0", "c", 4, 2, 2),
+	hPut("key/2", "d", 4, 4, 1),
+	hDel("key/1", 5),
+	hPut("key/1", "e", 6, 6, 1),
+}
+
+func evs(idx ...int) watchResp {
+	r := watchResp{}
+	for _, i := range idx {
+		r.events = append(r.events, testHistory[i])
+	}
+	r.header = r.events[len(r.events)-1].kv.mod
+	return r
+}
+
+func progressAt(rev int64) watchResp { return watchResp{progress: true, header: rev} }
+
+func resumeAt(rev int64) watchResp { return watchResp{resume: true, resumeRev: rev} }
+
+func TestCheckWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		resps []watchResp
+		want  string // substring of a problem; "" means no problem
+	}{
+		{"ok", []watchResp{evs(0), evs(1), evs(2, 3), progressAt(4), evs(4, 5), progressAt(7)}, ""},
+		{"ok with resumption", []watchResp{evs(0, 1), resumeAt(4), evs(2, 3), evs(4), resumeAt(6), evs(5)}, ""},
+		{"gap", []watchResp{evs(0), evs(2, 3), evs(4), evs(5)}, "gap"},
+		{"gap at the end", []watchResp{evs(0), evs(1), evs(2, 3), evs(4), progressAt(6)}, "overtook"},
+		{"not caught up", []watchResp{evs(0), evs(1), evs(2, 3), evs(4)}, "covered only up to revision 5"},
+		{"duplicate", []watchResp{evs(0), evs(1), evs(1), evs(2, 3), evs(4), evs(5)}, "duplicate"},
+		{"duplicate after resumption", []watchResp{evs(0), evs(1), resumeAt(3), evs(1), evs(2, 3), evs(4), evs(5)}, "duplicate"},
+		{"out of order", []watchResp{evs(0), evs(2, 3), evs(1), evs(4), evs(5)}, "out of order"},
+		{"out of order within a response", []watchResp{evs(0), evs(2, 3, 1), evs(4), evs(5)}, "out of order within"},
+		{"split revision", []watchResp{evs(0), evs(1), evs(2), evs(3), evs(4), evs(5)}, "not atomic: revision 4 split"},
+		{"progress overtaking", []watchResp{evs(0), progressAt(3), evs(1), evs(2, 3), evs(4), evs(5)}, "overtook the undelivered event"},
+		{"event after progress", []watchResp{evs(0), evs(1), evs(2, 3), progressAt(5), evs(4), evs(5)}, "after a progress notify at revision 5"},
+		{"progress behind events", []watchResp{evs(0), evs(1), progressAt(2), evs(2, 3), evs(4), evs(5)}, "progress notify at revision 2 (response 2) after an event at revision 3"},
+		{"not resumable", []watchResp{evs(0), evs(1), resumeAt(4), evs(4), evs(5)}, "not resumable"},
+		{"phantom", []watchResp{evs(0), evs(1), {events: []histEvent{hPut("key/9", "x", 3, 3, 1)}}, evs(2, 3), evs(4), evs(5)}, "not in the revision history"},
+		{"wrong value", []watchResp{evs(0), {events: []histEvent{hPut("key/1", "zz", 3, 3, 1)}}, evs(2, 3), evs(4), evs(5)}, "differs"},
+		{"compaction excuses", []watchResp{evs(0), {canceled: true, compactRev: 4}, resumeAt(4), evs(2, 3), evs(4), evs(5)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &watchLog{member: 1, id: 0, startRev: 1, resps: tc.resps}
+			problems := checkWatch(l, testHistory, 6)
+			if tc.want == "" {
+				if len(problems) > 0 {
+					t.Fatalf("unexpected problems: %q", problems)
+				}
+				return
+			}
+			for _, p := range problems {
+				if strings.Contains(p, tc.want) {
+					if !strings.HasPrefix(p, "m1 watcher 0: ") {
+						t.Errorf("problem does not name the watcher: %q", p)
+					}
+					return
+				}
+			}
+			t.Fatalf("no problem containing %q in %q", tc.want, problems)
+		})
+	}
+}
