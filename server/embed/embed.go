@@ -114,6 +114,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
 		KeepAliveMinTime: cfg.GRPCKeepAliveMinTime, KeepAliveInterval: cfg.GRPCKeepAliveInterval, KeepAliveTimeout: cfg.GRPCKeepAliveTimeout,
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
+		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 	})
 	handler := httpapi.NewHandler(srv, lg)
 	if cfg.EnableGRPCGateway {

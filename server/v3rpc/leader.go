@@ -2,6 +2,7 @@ package v3rpc
 
 import (
 	"context"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
@@ -37,12 +38,67 @@ func leaderUnaryInterceptor(lr LeaderReporter) grpc.UnaryServerInterceptor {
 	}
 }
 
-// leaderStreamInterceptor is leaderUnaryInterceptor for streams.
-func leaderStreamInterceptor(lr LeaderReporter) grpc.StreamServerInterceptor {
+// maxNoLeaderChecks is how many election timeouts in a row a stream that
+// requires a leader tolerates without one before it is ended (etcd's
+// value: reconnecting a stream costs more than refusing a new request).
+const maxNoLeaderChecks = 3
+
+// leaderStreamInterceptor is leaderUnaryInterceptor for streams; an open
+// stream that requires a leader is also ended with "etcdserver: no leader"
+// once the member has had none for maxNoLeaderChecks election timeouts.
+func leaderStreamInterceptor(lr LeaderReporter, electionTimeout time.Duration) grpc.StreamServerInterceptor {
+	if electionTimeout <= 0 {
+		electionTimeout = time.Second
+	}
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if requiresLeader(ss.Context()) && lr.Leader() == 0 {
+		if !requiresLeader(ss.Context()) {
+			return handler(srv, ss)
+		}
+		if lr.Leader() == 0 {
 			return rpctypes.ErrGRPCNoLeader
 		}
-		return handler(srv, ss)
+		ctx, cancel := context.WithCancel(ss.Context())
+		defer cancel()
+		lost := make(chan struct{})
+		go watchLeader(ctx, lr, electionTimeout, lost, cancel)
+		err := handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
+		select {
+		case <-lost:
+			return rpctypes.ErrGRPCNoLeader
+		default:
+			return err
+		}
 	}
 }
+
+// watchLeader cancels a stream once the member has had no leader for
+// maxNoLeaderChecks checks in a row, closing lost first.
+func watchLeader(ctx context.Context, lr LeaderReporter, every time.Duration, lost chan<- struct{}, cancel func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	misses := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if lr.Leader() != 0 {
+			misses = 0
+			continue
+		}
+		if misses++; misses >= maxNoLeaderChecks {
+			close(lost)
+			cancel()
+			return
+		}
+	}
+}
+
+// streamWithContext replaces a stream's context.
+type streamWithContext struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *streamWithContext) Context() context.Context { return s.ctx }

@@ -2,7 +2,9 @@ package v3rpc
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -71,5 +73,51 @@ func TestLearnerServesOnlyStatusAndSerializableRange(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, rpctypes.ErrGRPCNotSupportedForLearner)
 			}
 		})
+	}
+}
+
+// switchLeader is a LeaderReporter whose leader the test changes.
+type switchLeader struct{ lead atomic.Uint64 }
+
+func (l *switchLeader) Leader() uint64 { return l.lead.Load() }
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s ctxStream) Context() context.Context { return s.ctx }
+
+// A stream that requires a leader ends with "no leader" once the member has
+// been without one for maxNoLeaderChecks checks; with a leader it runs on.
+func TestRequireLeaderStreamEndsWhenLeaderIsLost(t *testing.T) {
+	lr := &switchLeader{}
+	lr.lead.Store(7)
+	ctx := metadata.NewIncomingContext(context.Background(),
+		metadata.Pairs(rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader))
+	interceptor := leaderStreamInterceptor(lr, time.Millisecond)
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		done <- interceptor(nil, ctxStream{ctx: ctx}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
+			close(started)
+			<-ss.Context().Done() // a watch stream runs until its context ends
+			return ss.Context().Err()
+		})
+	}()
+	<-started
+	select {
+	case err := <-done:
+		t.Fatalf("stream ended while the member had a leader: %v", err)
+	case <-time.After(20 * time.Millisecond): // many checks pass with a leader; passing never depends on this window
+	}
+	lr.lead.Store(0)
+	select {
+	case err := <-done:
+		if err != rpctypes.ErrGRPCNoLeader {
+			t.Fatalf("stream ended with %v, want %v", err, rpctypes.ErrGRPCNoLeader)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream still open long after the leader was lost")
 	}
 }

@@ -69,6 +69,10 @@ type Config struct {
 	// server waits for a ping's answer before closing the connection (0
 	// means gRPC's default, 20s).
 	KeepAliveTimeout time.Duration
+	// ElectionTimeout is how often a stream that requires a leader checks
+	// for one; after maxNoLeaderChecks checks without a leader the stream is
+	// ended with "no leader", as etcd does (0 means 1s).
+	ElectionTimeout time.Duration
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -124,7 +128,7 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	if lr, ok := s.(LeaderReporter); ok {
 		opts = append(opts,
 			grpc.ChainUnaryInterceptor(leaderUnaryInterceptor(lr)),
-			grpc.ChainStreamInterceptor(leaderStreamInterceptor(lr)))
+			grpc.ChainStreamInterceptor(leaderStreamInterceptor(lr, cfg.ElectionTimeout)))
 	}
 	if ag, ok := s.(AuthGate); ok {
 		opts = append(opts,
