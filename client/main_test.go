@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +36,31 @@ type testMember struct {
 }
 
 // startCluster starts n members in-process and stops them when the test
-// ends.
+// ends. Free ports are only free until someone else binds them (tests of
+// other packages run at the same time), so a start that loses a port race
+// is retried on fresh ports.
 func startCluster(t *testing.T, n int) []*testMember {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		members, err := tryStartCluster(t, n)
+		if err == nil {
+			for _, tm := range members {
+				t.Cleanup(tm.stop)
+			}
+			for _, tm := range members {
+				tm.waitReady()
+			}
+			return members
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tryStartCluster starts n members on fresh ports; on an error it stops the
+// ones it started.
+func tryStartCluster(t *testing.T, n int) ([]*testMember, error) {
 	members := make([]*testMember, n)
 	var initial []string
 	for i := range members {
@@ -50,15 +74,20 @@ func startCluster(t *testing.T, n int) []*testMember {
 		members[i] = &testMember{t: t, cfg: cfg, url: clientURL.String()}
 		initial = append(initial, cfg.Name+"="+peerURL.String())
 	}
-	for _, tm := range members {
+	for i, tm := range members {
 		tm.cfg.InitialCluster = strings.Join(initial, ",")
-		tm.start()
-		t.Cleanup(tm.stop)
+		m, err := embed.StartMember(tm.cfg, zap.NewNop())
+		if err != nil {
+			for _, started := range members[:i] {
+				started.stop()
+			}
+			return nil, err
+		}
+		tm.mu.Lock()
+		tm.m = m
+		tm.mu.Unlock()
 	}
-	for _, tm := range members {
-		tm.waitReady()
-	}
-	return members
+	return members, nil
 }
 
 func startMember(t *testing.T) *testMember { return startCluster(t, 1)[0] }

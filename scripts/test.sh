@@ -19,8 +19,8 @@ go vet ./...
 short="-short"
 [ "${FULL:-}" = 1 ] && short=""
 
-echo "== unit tests (race)"
-go test -race -count=1 $(go list ./... | grep -v /tests/)
+echo "== unit tests (race; one package at a time: several start members on free ports)"
+go test -race -count=1 -p 1 $(go list ./... | grep -v /tests/)
 
 echo "== e2e and compatibility tests (real processes; one package at a time)"
 go test -race -count=1 $short -p 1 -timeout 20m ./tests/...
