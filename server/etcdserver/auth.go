@@ -59,6 +59,9 @@ func (s *Server) authInfo(ctx context.Context) (*auth.AuthInfo, error) {
 	if root, _ := ctx.Value(rootKey{}).(bool); root {
 		return &auth.AuthInfo{Username: "root", Revision: s.authStore.Revision()}, nil
 	}
+	if !s.authStore.IsAuthEnabled() {
+		return nil, nil // every proposal asks: decide it once, before any metadata work
+	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if token, ok := auth.TokenFromMetadata(md); ok {
 			return s.authStore.AuthInfoFromToken(ctx, token)
@@ -72,7 +75,7 @@ func (s *Server) authInfo(ctx context.Context) (*auth.AuthInfo, error) {
 // no token, as etcd does. Requests through the JSON gateway arrive on an
 // in-process connection without TLS state, so they never match.
 func (s *Server) authInfoFromCert(ctx context.Context) *auth.AuthInfo {
-	if !s.cfg.ClientCertAuth || !s.authStore.IsAuthEnabled() {
+	if !s.cfg.ClientCertAuth {
 		return nil
 	}
 	p, ok := peer.FromContext(ctx)
