@@ -55,7 +55,8 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
 		s.commitBackend(false)
 	}
-	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) {
+	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
+		s.snapshotForced = false
 		s.takeSnapshot()
 	}
 }

@@ -26,8 +26,13 @@ type Config struct {
 	// member and carry on as a one-member cluster (force_new_cluster.go).
 	ForceNewCluster bool
 
-	TickMs                 uint
-	ElectionTicks          int
+	TickMs        uint
+	ElectionTicks int
+
+	// VersionMonitorInterval is how often the leader reconsiders the
+	// cluster version (0: etcd's 4 s; tests shorten it).
+	VersionMonitorInterval time.Duration
+
 	PreVote                bool
 	SnapshotCount          uint64
 	SnapshotCatchUpEntries uint64
@@ -114,6 +119,13 @@ func (c *Config) walDir() string {
 // ReqTimeout: 5s plus two election timeouts.
 func (c *Config) requestTimeout() time.Duration {
 	return 5*time.Second + 2*time.Duration(c.ElectionTicks)*time.Duration(c.TickMs)*time.Millisecond
+}
+
+func (c *Config) versionMonitorInterval() time.Duration {
+	if c.VersionMonitorInterval > 0 {
+		return c.VersionMonitorInterval
+	}
+	return monitorVersionInterval
 }
 
 func (c *Config) tickInterval() time.Duration { return time.Duration(c.TickMs) * time.Millisecond }

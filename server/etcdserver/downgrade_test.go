@@ -2,7 +2,9 @@ package etcdserver
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -24,8 +26,11 @@ func TestDowngradeTarget(t *testing.T) {
 
 func TestDowngradeLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, testConfig(dir))
-	waitFor(t, "cluster version", func() bool { return s.storedClusterVersion() != "" })
+	// The version monitor acts only at leader changes until the restart.
+	cfg := testConfig(dir)
+	cfg.VersionMonitorInterval = time.Hour
+	s := startServer(t, cfg)
+	waitFor(t, "cluster version", func() bool { return s.storedClusterVersion() == "3.7.0" })
 	do := func(action pb.DowngradeRequest_DowngradeAction, v string) (*pb.DowngradeResponse, error) {
 		return s.Downgrade(testCtx(t), &pb.DowngradeRequest{Action: action, Version: v})
 	}
@@ -59,16 +64,36 @@ func TestDowngradeLifecycle(t *testing.T) {
 	resp, err = do(pb.DowngradeRequest_ENABLE, "3.6")
 	check("enable in progress", resp, err, rpctypes.ErrGRPCDowngradeInProcess)
 
-	// The downgrade survives a restart (it is in the backend).
+	// The downgrade survives a restart (it is in the backend), and the new
+	// leader lowers the cluster and storage versions to the target.
 	s.Stop()
-	s = startServer(t, testConfig(dir))
+	cfg = testConfig(dir)
+	cfg.VersionMonitorInterval = 10 * time.Millisecond
+	s = startServer(t, cfg)
 	if d := s.storedDowngrade(); !d.Enabled || d.TargetVersion != "3.6.0" {
 		t.Fatalf("downgrade after restart: %+v", d)
 	}
+	waitFor(t, "cluster version 3.6.0", func() bool { return s.ClusterVersion() == "3.6.0" })
+	if got := s.StorageVersion(); got != "3.6.0" {
+		t.Fatalf("storage version with the cluster at 3.6 = %q, want 3.6.0", got)
+	}
+	// As etcd, lowering the cluster version forces a snapshot (far below
+	// --snapshot-count here), so the WAL after it holds no newer entries.
+	waitFor(t, "snapshot after the cluster version downgrade", func() bool {
+		snaps, _ := filepath.Glob(filepath.Join(cfg.snapDir(), "*.snap"))
+		return len(snaps) > 0
+	})
 	resp, err = do(pb.DowngradeRequest_CANCEL, "")
-	check("cancel", resp, err, nil)
+	if err != nil || resp.GetVersion() != "3.6" {
+		t.Fatalf("cancel: %v, %v; want cluster version 3.6", resp, err)
+	}
 	st, err = s.Status(testCtx(t))
 	if err != nil || st.GetDowngradeInfo().GetEnabled() || st.GetDowngradeInfo().GetTargetVersion() != "" {
 		t.Fatalf("status after cancel: %v, %v", st.GetDowngradeInfo(), err)
+	}
+	// Without a downgrade the cluster version goes back up to the members'.
+	waitFor(t, "cluster version 3.7.0", func() bool { return s.ClusterVersion() == "3.7.0" })
+	if got := s.StorageVersion(); got != "3.7.0" {
+		t.Fatalf("storage version after cancel = %q, want 3.7.0", got)
 	}
 }

@@ -12,11 +12,8 @@ import (
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
-// Versions this member reports.
-const (
-	serverVersion  = "3.7.1"
-	storageVersion = "3.7.0"
-)
+// serverVersion is the etcd version this member reports.
+const serverVersion = "3.7.1"
 
 // Status reports the member's state as Maintenance.Status does.
 func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
@@ -41,7 +38,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		RaftAppliedIndex: s.appliedIndex.Load(),
 		IsLearner:        s.IsLearner(),
 		DbSizeQuota:      s.applier.QuotaBytes(),
-		StorageVersion:   storageVersion,
+		StorageVersion:   s.storageVersionLocked(),
 		// etcd always sends it, empty while no downgrade is in progress.
 		DowngradeInfo: &pb.DowngradeInfo{TargetVersion: downgrade.TargetVersion, Enabled: downgrade.Enabled},
 	}

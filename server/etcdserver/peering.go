@@ -100,7 +100,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
 	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
 	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
-	mux.HandleFunc("/version", serveVersion)
+	mux.HandleFunc("/version", s.serveVersion)
 	return mux
 }
 
@@ -121,9 +121,4 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewEncoder(w).Encode(members); err != nil {
 		s.lg.Warn("failed to encode members response", zap.Error(err))
 	}
-}
-
-func serveVersion(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]string{"etcdserver": serverVersion, "etcdcluster": clusterVersion})
 }

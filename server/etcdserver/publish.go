@@ -12,9 +12,6 @@ import (
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
-// clusterVersion is the cluster version a cairn cluster runs at.
-const clusterVersion = "3.7.0"
-
 var keyClusterVersion = []byte("clusterVersion")
 
 // ReadyNotify is closed once the member has published its name and client
@@ -22,7 +19,7 @@ var keyClusterVersion = []byte("clusterVersion")
 func (s *Server) ReadyNotify() <-chan struct{} { return s.readyc }
 
 // publish proposes this member's attributes until one proposal is applied,
-// then (on the leader) the cluster version, as etcd does at start.
+// as etcd does at start; the cluster version is the version monitor's.
 func (s *Server) publish() {
 	attrs := &membershippb.ClusterMemberAttrSetRequest{
 		Member_ID:        s.id,
@@ -56,14 +53,6 @@ func (s *Server) publish() {
 	}
 	s.lg.Info("published local member to cluster through raft", zap.String("local-member-id", idHex(s.id)))
 	close(s.readyc)
-	if s.Leader() == s.id && s.storedClusterVersion() != clusterVersion {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		defer cancel()
-		req := &membershippb.ClusterVersionSetRequest{Ver: clusterVersion}
-		if _, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterVersionSet: req}); err != nil {
-			s.lg.Warn("failed to set cluster version", zap.Error(err))
-		}
-	}
 }
 
 func (s *Server) storedClusterVersion() string {
@@ -88,13 +77,7 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 	case r.GetClusterMemberAttrSet() != nil:
 		s.applyMemberAttrs(r.GetClusterMemberAttrSet())
 	case r.GetClusterVersionSet() != nil:
-		tx := s.be.BatchTx()
-		tx.Lock()
-		tx.UnsafePut(backend.BucketCluster, keyClusterVersion, []byte(r.GetClusterVersionSet().GetVer()))
-		// The storage schema follows the cluster version, as in etcd.
-		tx.UnsafePut(backend.BucketMeta, backend.MetaStorageVersion, []byte(storageVersion))
-		tx.Unlock()
-		s.lg.Info("set cluster version", zap.String("cluster-version", r.GetClusterVersionSet().GetVer()))
+		s.applyClusterVersion(r.GetClusterVersionSet().GetVer())
 	case r.GetDowngradeInfoSet() != nil:
 		s.applyDowngradeInfo(r.GetDowngradeInfoSet())
 	default:

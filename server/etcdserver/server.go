@@ -63,6 +63,10 @@ type Server struct {
 	consistentTerm uint64 // guarded by applyMu
 	confState      *raftpb.ConfState
 	snapshotIndex  uint64
+	// snapshotForced asks the apply loop for a snapshot at the end of the
+	// batch (after a cluster version downgrade, as etcd, so that the WAL
+	// an older binary reads holds no entry of the newer version).
+	snapshotForced bool
 
 	appliedIndex atomic.Uint64
 	isLearner    atomic.Bool // this member is a learner in the current configuration
@@ -191,6 +195,7 @@ func (s *Server) Start() {
 	s.goAttach(s.purgeLoop)
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
+	s.goAttach(s.monitorVersions)
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
 	s.goAttach(s.autoPromoteLoop)

@@ -20,12 +20,19 @@ import (
 	"go.uber.org/zap"
 )
 
-// Versions reported by /version. (Another package may centralize them.)
-const (
-	EtcdVersion    = "3.7.1"
-	ClusterVersion = "3.7.0"
-	StorageVersion = "3.7.0"
-)
+// EtcdVersion is the etcd server version /version reports.
+const EtcdVersion = "3.7.1"
+
+// versionNotDecided is what /version reports for a cluster or storage
+// version the member has not decided (yet).
+const versionNotDecided = "not_decided"
+
+// VersionReporter may be implemented by a Health to report the cluster and
+// storage versions the member runs at ("" while undecided) on /version.
+type VersionReporter interface {
+	ClusterVersion() string
+	StorageVersion() string
+}
 
 // Paths served by NewHandler.
 const (
@@ -69,7 +76,7 @@ func NewHandler(h Health, lg *zap.Logger) http.Handler {
 		lg = zap.NewNop()
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(PathVersion, serveVersion)
+	mux.HandleFunc(PathVersion, func(w http.ResponseWriter, r *http.Request) { serveVersion(w, r, h) })
 	mux.Handle(PathHealth, &healthHandler{h: h, lg: lg})
 	livez, readyz := newCheckRegistries(h)
 	livez.install(mux, lg)
@@ -100,11 +107,20 @@ type versions struct {
 	Storage string `json:"storage"`
 }
 
-func serveVersion(w http.ResponseWriter, r *http.Request) {
+func serveVersion(w http.ResponseWriter, r *http.Request, h Health) {
 	if !allowGet(w, r) {
 		return
 	}
-	body, err := json.Marshal(versions{Server: EtcdVersion, Cluster: ClusterVersion, Storage: StorageVersion})
+	vs := versions{Server: EtcdVersion, Cluster: versionNotDecided, Storage: versionNotDecided}
+	if vr, ok := h.(VersionReporter); ok {
+		if v := vr.ClusterVersion(); v != "" {
+			vs.Cluster = v
+		}
+		if v := vr.StorageVersion(); v != "" {
+			vs.Storage = v
+		}
+	}
+	body, err := json.Marshal(vs)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -58,15 +58,37 @@ func get(t *testing.T, h http.Handler, target string) (int, string, http.Header)
 	return rec.Code, string(body), rec.Result().Header
 }
 
+// versionedHealth reports cluster and storage versions.
+type versionedHealth struct {
+	fakeHealth
+	cluster, storage string
+}
+
+func (v *versionedHealth) ClusterVersion() string { return v.cluster }
+func (v *versionedHealth) StorageVersion() string { return v.storage }
+
 func TestVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		h    Health
+		want string
+	}{
+		{"decided", &versionedHealth{cluster: "3.7.0", storage: "3.7.0"}, `{"etcdserver":"3.7.1","etcdcluster":"3.7.0","storage":"3.7.0"}`},
+		{"downgrading", &versionedHealth{cluster: "3.6.0", storage: "3.6.0"}, `{"etcdserver":"3.7.1","etcdcluster":"3.6.0","storage":"3.6.0"}`},
+		{"undecided", &versionedHealth{}, `{"etcdserver":"3.7.1","etcdcluster":"not_decided","storage":"not_decided"}`},
+		{"no reporter", &fakeHealth{leader: 1}, `{"etcdserver":"3.7.1","etcdcluster":"not_decided","storage":"not_decided"}`},
+	}
+	for _, tt := range tests {
+		h := NewHandler(tt.h, nil)
+		code, body, hdr := get(t, h, "/version")
+		if code != http.StatusOK || body != tt.want {
+			t.Errorf("%s: %d %q, want %q", tt.name, code, body, tt.want)
+		}
+		if hdr.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: content type %q", tt.name, hdr.Get("Content-Type"))
+		}
+	}
 	h := NewHandler(&fakeHealth{leader: 1}, nil)
-	code, body, hdr := get(t, h, "/version")
-	if code != http.StatusOK || body != `{"etcdserver":"3.7.1","etcdcluster":"3.7.0","storage":"3.7.0"}` {
-		t.Fatalf("%d %q", code, body)
-	}
-	if hdr.Get("Content-Type") != "application/json" {
-		t.Fatalf("content type %q", hdr.Get("Content-Type"))
-	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/version", nil))
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {
