@@ -74,6 +74,7 @@ func rootCommand() *command {
 			{name: "status", short: "Gets backend snapshot status of a given file", run: runStatus},
 		}},
 		{name: "hashkv", short: "Prints the KV history hash of a given file", run: runHashKV},
+		{name: "migrate", short: "Migrates schema of etcd data dir files to make them compatible with different etcd version", run: runMigrate},
 		{name: "version", short: "Prints the version of cairnutl", run: runVersion},
 	}}
 }
