@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -173,6 +174,19 @@ func TestAuthTokenExpires(t *testing.T) {
 	must(root.Put(ctx, "a/2", "v2"))
 	if wr := <-wch; len(wr.Events) != 1 || string(wr.Events[0].Kv.Key) != "a/2" {
 		t.Errorf("watch event %+v, %v", wr, wr.Err())
+	}
+
+	// A server-streaming call is refused in its first answer.
+	rootToken := root.tokens.current()
+	time.Sleep(ttl + ttl/2)
+	rc := must(root.Snapshot(ctx))
+	n, err := io.Copy(io.Discard, rc)
+	rc.Close()
+	if err != nil || n == 0 {
+		t.Errorf("snapshot with an expired token: %d bytes, %v", n, err)
+	}
+	if root.tokens.current() == rootToken {
+		t.Error("snapshot did not renew the token")
 	}
 }
 

@@ -88,12 +88,18 @@ func (c *Client) unaryRetry(ctx context.Context, method string, req, reply any,
 // Opening sends nothing the server acts on, so it follows the method's
 // policy like a unary call; failures of an open stream are left to its
 // owner (Watch and KeepAlive reopen it; Watch also renews a rejected
-// token).
+// token), except that a server-streaming call whose token is refused in
+// the first answer is made again with a new one (reauthStream).
 func (c *Client) streamRetry(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 	method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	repeatable := isRepeatable(method, opts)
 	for attempt := 0; ; attempt++ {
-		s, err := streamer(attachToken(ctx, method, c.tokens.current()), desc, cc, method, opts...)
+		token := c.tokens.current()
+		s, err := streamer(attachToken(ctx, method, token), desc, cc, method, opts...)
+		if err == nil && desc.ServerStreams && !desc.ClientStreams {
+			open := func(ctx context.Context) (grpc.ClientStream, error) { return streamer(ctx, desc, cc, method, opts...) }
+			return &reauthStream{ClientStream: s, ctx: ctx, c: c, method: method, token: token, open: open}, nil
+		}
 		if err == nil || !c.shouldRetry(ctx, err, repeatable, attempt) {
 			return s, err
 		}

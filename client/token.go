@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -121,4 +122,56 @@ func (ts *tokens) fetch(ctx context.Context) error {
 	ts.token = token
 	ts.mu.Unlock()
 	return nil
+}
+
+// reauthStream is a server-streaming call (Snapshot, RangeStream) whose
+// token the server may refuse with its first answer: it then gets a new
+// token and makes the call again, once, before the caller sees anything.
+type reauthStream struct {
+	grpc.ClientStream
+	ctx    context.Context
+	c      *Client
+	method string
+	token  string
+	open   func(ctx context.Context) (grpc.ClientStream, error)
+
+	req      any // the one request of the call
+	closed   bool
+	answered bool
+}
+
+func (s *reauthStream) SendMsg(m any) error {
+	s.req = m
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *reauthStream) CloseSend() error {
+	s.closed = true
+	return s.ClientStream.CloseSend()
+}
+
+func (s *reauthStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if s.answered || err == nil || s.req == nil || !s.c.tokens.refreshable(s.method, err) {
+		s.answered = true
+		return err
+	}
+	s.answered = true
+	if rerr := s.c.tokens.refresh(s.ctx, s.token); rerr != nil {
+		return rerr
+	}
+	cs, oerr := s.open(attachToken(s.ctx, s.method, s.c.tokens.current()))
+	if oerr != nil {
+		return oerr
+	}
+	s.ClientStream = cs
+	if err := cs.SendMsg(s.req); err != nil {
+		return err
+	}
+	if s.closed {
+		if err := cs.CloseSend(); err != nil {
+			return err
+		}
+	}
+	return cs.RecvMsg(m)
 }
