@@ -41,8 +41,10 @@ type Client struct {
 	Watcher
 	Cluster
 	Maintenance
+	Auth
 
 	cfg      Config
+	tokens   *tokens
 	lg       *zap.Logger
 	conn     *grpc.ClientConn
 	resolver *manual.Resolver
@@ -59,6 +61,9 @@ type Client struct {
 // New connects to cfg.Endpoints.
 func New(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Token != "" && (cfg.Username != "" || cfg.Password != "") {
+		return nil, ErrMutuallyExclusiveCfg
+	}
 	eps, err := parseEndpoints(cfg.Endpoints)
 	if err != nil {
 		return nil, err
@@ -72,6 +77,8 @@ func New(cfg Config) (*Client, error) {
 		c.cancel()
 		return nil, err
 	}
+	c.Auth = newAuth(c)
+	c.tokens = newTokens(cfg, c.Auth.Authenticate)
 	if cfg.DialTimeout > 0 {
 		if err := c.waitReady(cfg.DialTimeout); err != nil {
 			c.cancel()
@@ -84,6 +91,10 @@ func New(cfg Config) (*Client, error) {
 	c.Watcher = newWatcher(c)
 	c.Cluster = newCluster(c)
 	c.Maintenance = newMaintenance(c)
+	if err := c.authenticate(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	if cfg.AutoSyncInterval > 0 {
 		c.bg.Add(1)
 		go c.autoSync()
@@ -93,6 +104,16 @@ func New(cfg Config) (*Client, error) {
 		go c.healthCheck()
 	}
 	return c, nil
+}
+
+// authenticate gets the client's first token, within DialTimeout when set.
+func (c *Client) authenticate() error {
+	ctx, cancel := c.ctx, context.CancelFunc(func() {})
+	if c.cfg.DialTimeout > 0 {
+		ctx, cancel = context.WithTimeout(c.ctx, c.cfg.DialTimeout)
+	}
+	defer cancel()
+	return c.tokens.fetch(ctx)
 }
 
 // dialOptions are the gRPC options of the client's conn; endpoint-specific

@@ -42,6 +42,17 @@ type Config struct {
 	// system's roots.
 	TLS *tls.Config
 
+	// Username and Password authenticate the client: it gets a token
+	// when it connects, sends it with every request, and gets a new one
+	// when the server stops accepting it. Without a password no
+	// credentials are sent.
+	Username string
+	Password string
+	// Token is a token obtained elsewhere (a JWT signed with the server's
+	// key), sent as it is with every request. It excludes Username and
+	// Password.
+	Token string
+
 	// MaxCallSendMsgSize and MaxCallRecvMsgSize limit request and response
 	// sizes (defaults 2 MiB and unlimited).
 	MaxCallSendMsgSize int

@@ -19,6 +19,14 @@
 // delivered, so events are neither lost nor repeated. Lease keep-alives
 // reopen their stream likewise until the lease expires.
 //
+// With Config.Username and Password the client authenticates when it is
+// made and sends the token as the "token" gRPC metadata of every request
+// and stream. When the server refuses the token (expired, invalidated by a
+// password change, or issued before the users and roles last changed) the
+// client authenticates again, once, and repeats the request; requests that
+// fail together share one new token. A token from elsewhere (Config.Token,
+// a JWT) is sent as it is and never replaced.
+//
 // Errors that the server sent are returned as go.etcd.io/etcd/api/v3's
 // rpctypes errors (compare them with errors.Is against rpctypes.ErrCompacted
 // and friends); a canceled or expired context is returned as ctx.Err().

@@ -39,10 +39,14 @@ type testMember struct {
 // ends. Free ports are only free until someone else binds them (tests of
 // other packages run at the same time), so a start that loses a port race
 // is retried on fresh ports.
-func startCluster(t *testing.T, n int) []*testMember {
+func startCluster(t *testing.T, n int) []*testMember { return startClusterWith(t, n, nil) }
+
+// startClusterWith is startCluster with configure applied to every
+// member's config (nil: none).
+func startClusterWith(t *testing.T, n int, configure func(*config.Config)) []*testMember {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		members, err := tryStartCluster(t, n)
+		members, err := tryStartCluster(t, n, configure)
 		if err == nil {
 			for _, tm := range members {
 				t.Cleanup(tm.stop)
@@ -60,7 +64,7 @@ func startCluster(t *testing.T, n int) []*testMember {
 
 // tryStartCluster starts n members on fresh ports; on an error it stops the
 // ones it started.
-func tryStartCluster(t *testing.T, n int) ([]*testMember, error) {
+func tryStartCluster(t *testing.T, n int, configure func(*config.Config)) ([]*testMember, error) {
 	members := make([]*testMember, n)
 	var initial []string
 	for i := range members {
@@ -71,6 +75,9 @@ func tryStartCluster(t *testing.T, n int) ([]*testMember, error) {
 		cfg.TickMs, cfg.ElectionMs = 10, 100
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+		if configure != nil {
+			configure(cfg)
+		}
 		members[i] = &testMember{t: t, cfg: cfg, url: clientURL.String()}
 		initial = append(initial, cfg.Name+"="+peerURL.String())
 	}

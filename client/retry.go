@@ -56,9 +56,25 @@ func isRepeatable(method string, opts []grpc.CallOption) bool {
 func (c *Client) unaryRetry(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	repeatable := isRepeatable(method, opts)
+	reauthenticated := false
 	for attempt := 0; ; attempt++ {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err == nil || !c.shouldRetry(ctx, err, repeatable, attempt) {
+		token := c.tokens.current()
+		err := invoker(attachToken(ctx, method, token), method, req, reply, cc, opts...)
+		if err == nil {
+			return nil
+		}
+		// The server refused the token before acting on the request, so
+		// even a mutation may go again, once, with a new token.
+		if !reauthenticated && c.tokens.refreshable(method, err) {
+			reauthenticated = true
+			if rerr := c.tokens.refresh(ctx, token); rerr != nil {
+				return rerr
+			}
+			c.lg.Debug("retrying request with a new auth token", zap.String("method", method))
+			attempt--
+			continue
+		}
+		if !c.shouldRetry(ctx, err, repeatable, attempt) {
 			return err
 		}
 		c.lg.Debug("retrying request", zap.String("method", method), zap.Int("attempt", attempt+1), zap.Error(err))
@@ -68,14 +84,22 @@ func (c *Client) unaryRetry(ctx context.Context, method string, req, reply any,
 	}
 }
 
-// streamRetry retries opening a stream. Opening sends nothing the server
-// acts on, so it follows the method's policy like a unary call; failures of
-// an open stream are left to its owner (Watch and KeepAlive reopen it).
+// streamRetry retries opening a stream, with the current auth token.
+// Opening sends nothing the server acts on, so it follows the method's
+// policy like a unary call; failures of an open stream are left to its
+// owner (Watch and KeepAlive reopen it; Watch also renews a rejected
+// token), except that a server-streaming call whose token is refused in
+// the first answer is made again with a new one (reauthStream).
 func (c *Client) streamRetry(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 	method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	repeatable := isRepeatable(method, opts)
 	for attempt := 0; ; attempt++ {
-		s, err := streamer(ctx, desc, cc, method, opts...)
+		token := c.tokens.current()
+		s, err := streamer(attachToken(ctx, method, token), desc, cc, method, opts...)
+		if err == nil && desc.ServerStreams && !desc.ClientStreams {
+			open := func(ctx context.Context) (grpc.ClientStream, error) { return streamer(ctx, desc, cc, method, opts...) }
+			return &reauthStream{ClientStream: s, ctx: ctx, c: c, method: method, token: token, open: open}, nil
+		}
 		if err == nil || !c.shouldRetry(ctx, err, repeatable, attempt) {
 			return s, err
 		}

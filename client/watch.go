@@ -175,6 +175,11 @@ type watchStream struct {
 
 	next    int64 // revision to resume from; 0: from now
 	created bool  // the created response was seen
+	// token is the auth token the current stream was opened with;
+	// renewedToken says a new one was fetched since the server last
+	// accepted the watch, so a second refusal ends the watch.
+	token        string
+	renewedToken bool
 	// progressed says the current stream delivered something.
 	progressed bool
 
@@ -198,6 +203,9 @@ func (ws *watchStream) run(ctx context.Context) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errTokenRenewed) {
+			continue
+		}
 		if !isStreamBreak(err) && status.Code(err) != codes.Internal {
 			ws.deliver(ctx, WatchResponse{Canceled: true, closeErr: toErr(ctx, err)})
 			return
@@ -217,6 +225,7 @@ func (ws *watchStream) run(ctx context.Context) {
 func (ws *watchStream) serve(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ws.token = ws.w.c.tokens.current()
 	stream, err := ws.w.remote.Watch(sctx)
 	if err != nil {
 		return err
@@ -251,10 +260,33 @@ func (ws *watchStream) recv(ctx context.Context, stream pb.Watch_WatchClient) er
 		if frags != nil {
 			r.Events, frags = append(frags, r.Events...), nil
 		}
+		if r.Canceled && ws.renewToken(ctx, r.CancelReason) {
+			return errTokenRenewed
+		}
 		if !ws.handle(ctx, r) {
 			return nil
 		}
 	}
+}
+
+// errTokenRenewed ends a stream whose watch the server refused for its
+// auth token after the client got a new token: the watch resumes on a new
+// stream at once.
+var errTokenRenewed = errors.New("client: watch auth token renewed")
+
+// renewToken gets a new auth token when the server canceled the watch for
+// the stream's token, once until the server accepts the watch again.
+func (ws *watchStream) renewToken(ctx context.Context, reason string) bool {
+	ts := ws.w.c.tokens
+	if ws.renewedToken || ts.user == "" || !isTokenRejection(reason) {
+		return false
+	}
+	ws.renewedToken = true
+	if err := ts.refresh(ctx, ws.token); err != nil {
+		ws.w.c.lg.Warn("watch could not renew its auth token", zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // handle delivers one response and moves the resume revision; false ends
@@ -271,6 +303,7 @@ func (ws *watchStream) handle(ctx context.Context, r *pb.WatchResponse) bool {
 	wr := WatchResponse{Header: r.Header, CompactRevision: r.CompactRevision}
 	switch {
 	case r.Created:
+		ws.renewedToken = false
 		if ws.next == 0 && r.Header != nil {
 			ws.next = r.Header.Revision + 1
 		}

@@ -125,6 +125,8 @@ type opts struct {
 	cluster                                                      bool
 	physical                                                     bool
 	stream                                                       bool
+	detail, noPassword                                           bool
+	newUserPassword                                              string
 }
 
 // cmdCtx is what a command's run sees.

@@ -69,11 +69,16 @@ func (c *cmdCtx) newClient() (*client.Client, error) {
 		}
 		cfg.TLS = tc
 	}
-	if c.g.user != "" || c.g.token != "" {
-		return nil, fail(exitBadFeature, "authentication is not supported by cairnctl yet")
+	if err := c.credentials(&cfg); err != nil {
+		return nil, err
 	}
 	cl, err := client.New(cfg)
 	if err != nil {
+		// etcdctl's client connects lazily, so only its first
+		// Authenticate can fail while the client is made: exit 2.
+		if cfg.Username != "" && cfg.Password != "" {
+			return nil, fail(exitBadConn, "%v", err)
+		}
 		return nil, fail(exitError, "%v", err)
 	}
 	return cl, nil

@@ -1,0 +1,188 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// Responses of the Auth API; they are the wire messages.
+type (
+	AuthEnableResponse               = pb.AuthEnableResponse
+	AuthDisableResponse              = pb.AuthDisableResponse
+	AuthStatusResponse               = pb.AuthStatusResponse
+	AuthenticateResponse             = pb.AuthenticateResponse
+	AuthUserAddResponse              = pb.AuthUserAddResponse
+	AuthUserDeleteResponse           = pb.AuthUserDeleteResponse
+	AuthUserChangePasswordResponse   = pb.AuthUserChangePasswordResponse
+	AuthUserGrantRoleResponse        = pb.AuthUserGrantRoleResponse
+	AuthUserGetResponse              = pb.AuthUserGetResponse
+	AuthUserRevokeRoleResponse       = pb.AuthUserRevokeRoleResponse
+	AuthRoleAddResponse              = pb.AuthRoleAddResponse
+	AuthRoleGrantPermissionResponse  = pb.AuthRoleGrantPermissionResponse
+	AuthRoleGetResponse              = pb.AuthRoleGetResponse
+	AuthRoleRevokePermissionResponse = pb.AuthRoleRevokePermissionResponse
+	AuthRoleDeleteResponse           = pb.AuthRoleDeleteResponse
+	AuthUserListResponse             = pb.AuthUserListResponse
+	AuthRoleListResponse             = pb.AuthRoleListResponse
+
+	// Permission is one key or key range a role may read and/or write.
+	Permission = authpb.Permission
+	// UserAddOptions are the options of UserAddWithOptions.
+	UserAddOptions = authpb.UserAddOptions
+)
+
+// PermissionType is what a permission allows: read, write or both.
+type PermissionType = authpb.Permission_Type
+
+// Permission types.
+const (
+	PermRead      = authpb.Permission_READ
+	PermWrite     = authpb.Permission_WRITE
+	PermReadWrite = authpb.Permission_READWRITE
+)
+
+// StrToPermissionType parses "read", "write" or "readwrite" (any case).
+func StrToPermissionType(s string) (PermissionType, error) {
+	if v, ok := authpb.Permission_Type_value[strings.ToUpper(s)]; ok {
+		return PermissionType(v), nil
+	}
+	return PermissionType(-1), fmt.Errorf("invalid permission type: %s", s)
+}
+
+// Auth manages authentication: users, roles, their permissions, and
+// whether auth is enabled. While auth is on, only users with the root role
+// may call most of it; a user may get itself and its roles.
+type Auth interface {
+	// Authenticate exchanges a user's password for a token. A Client with
+	// Config.Username does this itself; call it to get a token for
+	// another purpose.
+	Authenticate(ctx context.Context, name, password string) (*AuthenticateResponse, error)
+	AuthEnable(ctx context.Context) (*AuthEnableResponse, error)
+	AuthDisable(ctx context.Context) (*AuthDisableResponse, error)
+	// AuthStatus answers even with an expired token.
+	AuthStatus(ctx context.Context) (*AuthStatusResponse, error)
+
+	UserAdd(ctx context.Context, name, password string) (*AuthUserAddResponse, error)
+	// UserAddWithOptions adds a user; with NoPassword the user can only be
+	// identified by a TLS client certificate.
+	UserAddWithOptions(ctx context.Context, name, password string, opt *UserAddOptions) (*AuthUserAddResponse, error)
+	UserDelete(ctx context.Context, name string) (*AuthUserDeleteResponse, error)
+	UserChangePassword(ctx context.Context, name, password string) (*AuthUserChangePasswordResponse, error)
+	UserGrantRole(ctx context.Context, user, role string) (*AuthUserGrantRoleResponse, error)
+	UserGet(ctx context.Context, name string) (*AuthUserGetResponse, error)
+	UserList(ctx context.Context) (*AuthUserListResponse, error)
+	UserRevokeRole(ctx context.Context, name, role string) (*AuthUserRevokeRoleResponse, error)
+
+	RoleAdd(ctx context.Context, name string) (*AuthRoleAddResponse, error)
+	// RoleGrantPermission lets role access key (rangeEnd empty), the range
+	// [key, rangeEnd), or every key from key on (rangeEnd "\x00").
+	RoleGrantPermission(ctx context.Context, name, key, rangeEnd string, permType PermissionType) (*AuthRoleGrantPermissionResponse, error)
+	RoleGet(ctx context.Context, role string) (*AuthRoleGetResponse, error)
+	RoleList(ctx context.Context) (*AuthRoleListResponse, error)
+	// RoleRevokePermission removes the permission granted with exactly key
+	// and rangeEnd.
+	RoleRevokePermission(ctx context.Context, role, key, rangeEnd string) (*AuthRoleRevokePermissionResponse, error)
+	RoleDelete(ctx context.Context, role string) (*AuthRoleDeleteResponse, error)
+}
+
+type authClient struct{ remote pb.AuthClient }
+
+// NewAuth returns the Auth API of c.
+func NewAuth(c *Client) Auth { return newAuth(c) }
+
+func newAuth(c *Client) *authClient { return &authClient{remote: pb.NewAuthClient(c.conn)} }
+
+func (a *authClient) Authenticate(ctx context.Context, name, password string) (*AuthenticateResponse, error) {
+	r, err := a.remote.Authenticate(ctx, &pb.AuthenticateRequest{Name: name, Password: password})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) AuthEnable(ctx context.Context) (*AuthEnableResponse, error) {
+	r, err := a.remote.AuthEnable(ctx, &pb.AuthEnableRequest{})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) AuthDisable(ctx context.Context) (*AuthDisableResponse, error) {
+	r, err := a.remote.AuthDisable(ctx, &pb.AuthDisableRequest{})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) AuthStatus(ctx context.Context) (*AuthStatusResponse, error) {
+	r, err := a.remote.AuthStatus(ctx, &pb.AuthStatusRequest{})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserAdd(ctx context.Context, name, password string) (*AuthUserAddResponse, error) {
+	return a.UserAddWithOptions(ctx, name, password, &UserAddOptions{})
+}
+
+func (a *authClient) UserAddWithOptions(ctx context.Context, name, password string, opt *UserAddOptions) (*AuthUserAddResponse, error) {
+	r, err := a.remote.UserAdd(ctx, &pb.AuthUserAddRequest{Name: name, Password: password, Options: opt})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserDelete(ctx context.Context, name string) (*AuthUserDeleteResponse, error) {
+	r, err := a.remote.UserDelete(ctx, &pb.AuthUserDeleteRequest{Name: name})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserChangePassword(ctx context.Context, name, password string) (*AuthUserChangePasswordResponse, error) {
+	r, err := a.remote.UserChangePassword(ctx, &pb.AuthUserChangePasswordRequest{Name: name, Password: password})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserGrantRole(ctx context.Context, user, role string) (*AuthUserGrantRoleResponse, error) {
+	r, err := a.remote.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: user, Role: role})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserGet(ctx context.Context, name string) (*AuthUserGetResponse, error) {
+	r, err := a.remote.UserGet(ctx, &pb.AuthUserGetRequest{Name: name})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserList(ctx context.Context) (*AuthUserListResponse, error) {
+	r, err := a.remote.UserList(ctx, &pb.AuthUserListRequest{})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) UserRevokeRole(ctx context.Context, name, role string) (*AuthUserRevokeRoleResponse, error) {
+	r, err := a.remote.UserRevokeRole(ctx, &pb.AuthUserRevokeRoleRequest{Name: name, Role: role})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleAdd(ctx context.Context, name string) (*AuthRoleAddResponse, error) {
+	r, err := a.remote.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: name})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleGrantPermission(ctx context.Context, name, key, rangeEnd string, permType PermissionType) (*AuthRoleGrantPermissionResponse, error) {
+	perm := &authpb.Permission{Key: []byte(key), RangeEnd: []byte(rangeEnd), PermType: permType}
+	r, err := a.remote.RoleGrantPermission(ctx, &pb.AuthRoleGrantPermissionRequest{Name: name, Perm: perm})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleGet(ctx context.Context, role string) (*AuthRoleGetResponse, error) {
+	r, err := a.remote.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: role})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleList(ctx context.Context) (*AuthRoleListResponse, error) {
+	r, err := a.remote.RoleList(ctx, &pb.AuthRoleListRequest{})
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleRevokePermission(ctx context.Context, role, key, rangeEnd string) (*AuthRoleRevokePermissionResponse, error) {
+	req := &pb.AuthRoleRevokePermissionRequest{Role: role, Key: []byte(key), RangeEnd: []byte(rangeEnd)}
+	r, err := a.remote.RoleRevokePermission(ctx, req)
+	return r, toErr(ctx, err)
+}
+
+func (a *authClient) RoleDelete(ctx context.Context, role string) (*AuthRoleDeleteResponse, error) {
+	r, err := a.remote.RoleDelete(ctx, &pb.AuthRoleDeleteRequest{Role: role})
+	return r, toErr(ctx, err)
+}
