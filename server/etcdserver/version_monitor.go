@@ -205,7 +205,9 @@ func (s *Server) memberServerVersions() map[uint64]string {
 	var wg sync.WaitGroup
 	for _, m := range members {
 		if m.ID == s.id {
+			mu.Lock()
 			out[m.ID] = serverVersion
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
