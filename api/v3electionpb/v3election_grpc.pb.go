@@ -24,7 +24,7 @@ type ElectionClient interface {
 	Campaign(ctx context.Context, in *CampaignRequest, opts ...grpc.CallOption) (*CampaignResponse, error)
 	Proclaim(ctx context.Context, in *ProclaimRequest, opts ...grpc.CallOption) (*ProclaimResponse, error)
 	Leader(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (*LeaderResponse, error)
-	Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderResponse], error)
+	Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (Election_ObserveClient, error)
 	Resign(ctx context.Context, in *ResignRequest, opts ...grpc.CallOption) (*ResignResponse, error)
 }
 
@@ -58,7 +58,7 @@ func (c *electionClient) Resign(ctx context.Context, in *ResignRequest, opts ...
 	return invoke[ResignResponse](ctx, c.cc, Election_Resign_FullMethodName, in, opts)
 }
 
-func (c *electionClient) Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderResponse], error) {
+func (c *electionClient) Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (Election_ObserveClient, error) {
 	stream, err := c.cc.NewStream(ctx, &Election_ServiceDesc.Streams[0], Election_Observe_FullMethodName, opts...)
 	if err != nil {
 		return nil, err
@@ -72,6 +72,9 @@ func (c *electionClient) Observe(ctx context.Context, in *LeaderRequest, opts ..
 	}
 	return x, nil
 }
+
+// Election_ObserveClient is the client side of an Observe stream.
+type Election_ObserveClient = grpc.ServerStreamingClient[LeaderResponse]
 
 // Election_ObserveServer is the server side of an Observe stream.
 type Election_ObserveServer = grpc.ServerStreamingServer[LeaderResponse]

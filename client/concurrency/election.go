@@ -75,7 +75,9 @@ func (e *Election) Campaign(ctx context.Context, val string) error {
 	if err := waitDeletes(ctx, c, e.pfx, e.leaderRev-1); err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up: leave the queue.
-			e.Resign(c.Ctx())
+			cctx, cancel := cleanupContext(ctx, c)
+			defer cancel()
+			e.Resign(cctx)
 		} else {
 			e.leaderSession = nil
 		}

@@ -74,15 +74,18 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return nil
 	}
 	c := m.s.Client()
-	if err := waitDeletes(ctx, c, m.pfx, m.myRev-1); err != nil {
-		m.Unlock(c.Ctx()) // ctx may be the reason; clean up regardless
-		return err
+	err = waitDeletes(ctx, c, m.pfx, m.myRev-1)
+	var gresp *client.GetResponse
+	if err == nil {
+		// The keys ahead are gone; the lock is ours only if our key
+		// survived the wait (the session's lease may have ended meanwhile).
+		gresp, err = c.Get(ctx, m.myKey)
 	}
-	// The keys ahead are gone; the lock is ours only if our key survived
-	// the wait (the session's lease may have ended meanwhile).
-	gresp, err := c.Get(ctx, m.myKey)
 	if err != nil {
-		m.Unlock(c.Ctx())
+		// Leave the queue, even though ctx may have ended.
+		cctx, cancel := cleanupContext(ctx, c)
+		defer cancel()
+		m.Unlock(cctx)
 		return err
 	}
 	if len(gresp.Kvs) == 0 {

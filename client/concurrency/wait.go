@@ -11,6 +11,15 @@ import (
 // while its context is still alive.
 var errLostWatcher = errors.New("lost watcher waiting for delete")
 
+// cleanupContext is for undoing a write after ctx failed: it keeps ctx's
+// values (the caller's request metadata, such as an auth token) but not
+// its cancellation, and ends when the client closes.
+func cleanupContext(ctx context.Context, c *client.Client) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(c.Ctx(), cancel)
+	return cctx, func() { stop(); cancel() }
+}
+
 // withFirstCreate selects the key under a prefix with the lowest create
 // revision: the owner of a lock or election.
 func withFirstCreate() []client.OpOption {
