@@ -16,6 +16,7 @@ import (
 	"github.com/cairnkv/cairn/server/config"
 	_ "github.com/cairnkv/cairn/server/discovery" // v3 discovery (--discovery-token)
 	"github.com/cairnkv/cairn/server/embed"
+	_ "github.com/cairnkv/cairn/server/v3client" // Lock and Election services
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Environ())) }

@@ -29,6 +29,7 @@ type Member struct {
 	lg     *zap.Logger
 	grpc   *grpc.Server
 	gw     *httpapi.Gateway
+	self   *selfServices // Lock and Election, when installed
 	client []*httpapi.Mux
 	peer   []*http.Server
 	extra  []*http.Server // --listen-client-http-urls and --listen-metrics-urls
@@ -116,10 +117,19 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 	})
+	if m.self, err = startClientServices(m.grpc); err != nil {
+		m.grpc.Stop()
+		srv.Stop()
+		closeAll(clientLns)
+		closeAll(peerLns)
+		extra.close()
+		return nil, err
+	}
 	handler := httpapi.NewHandler(srv, lg)
 	if cfg.EnableGRPCGateway {
 		if m.gw, err = httpapi.NewGateway(m.grpc); err != nil {
 			m.grpc.Stop()
+			m.self.close()
 			srv.Stop()
 			closeAll(clientLns)
 			closeAll(peerLns)
@@ -180,6 +190,7 @@ func (m *Member) Close() {
 		}
 	}
 	m.grpc.Stop()
+	m.self.close()
 	if m.gw != nil {
 		m.gw.Close()
 	}

@@ -41,6 +41,8 @@ var gatewayServices = []func(context.Context, *runtime.ServeMux, *grpc.ClientCon
 	gw.RegisterClusterHandler,
 	gw.RegisterMaintenanceHandler,
 	gw.RegisterAuthHandler,
+	registerLockHandlers,
+	registerElectionHandlers,
 }
 
 // Gateway is etcd's HTTP/JSON gateway: POST /v3/kv/range and friends,

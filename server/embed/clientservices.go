@@ -1,0 +1,68 @@
+package embed
+
+import (
+	"context"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// ClientServices registers gRPC services that are built on cairn's Go
+// client (etcd's Lock and Election services, server/v3client) on gs. dial
+// connects to gs in memory. The returned function releases what the
+// services hold; it runs after gs has stopped.
+type ClientServices func(gs *grpc.Server, dial func(context.Context, string) (net.Conn, error)) (func(), error)
+
+var clientServices ClientServices
+
+// SetClientServices installs the services built on the client. embed
+// cannot import them, because client's tests start members with embed;
+// server/v3client installs itself when imported (cmd/cairn does). Without
+// it the Lock and Election services answer Unimplemented.
+func SetClientServices(cs ClientServices) { clientServices = cs }
+
+// selfConnBuffer is the size of each direction's buffer of the in-memory
+// connection between the services' client and the gRPC server.
+const selfConnBuffer = 1 << 20
+
+// selfServices are the installed client services and the in-memory
+// listener their client reaches the gRPC server through.
+type selfServices struct {
+	lis     *bufconn.Listener
+	served  chan struct{} // closed when the gRPC server stops serving lis
+	release func()
+}
+
+// startClientServices registers the client services on gs and serves gs on
+// an in-memory listener for their client. It must run before gs serves
+// anything else: gRPC takes no registrations after that.
+func startClientServices(gs *grpc.Server) (*selfServices, error) {
+	if clientServices == nil {
+		return nil, nil
+	}
+	lis := bufconn.Listen(selfConnBuffer)
+	release, err := clientServices(gs, func(ctx context.Context, _ string) (net.Conn, error) {
+		return lis.DialContext(ctx)
+	})
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
+	s := &selfServices{lis: lis, served: make(chan struct{}), release: release}
+	go func() {
+		defer close(s.served)
+		gs.Serve(lis) // returns once gs stops or lis closes
+	}()
+	return s, nil
+}
+
+// close releases the services and the listener; gs has stopped already.
+func (s *selfServices) close() {
+	if s == nil {
+		return
+	}
+	s.release()
+	s.lis.Close()
+	<-s.served
+}
