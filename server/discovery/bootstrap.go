@@ -35,6 +35,8 @@ func FromConfig(cfg *config.Config) Config {
 		CertFile:           dc.Client.Secure.Cert,
 		KeyFile:            dc.Client.Secure.Key,
 		CACertFile:         dc.Client.Secure.Cacert,
+		Username:           dc.Client.Auth.Username,
+		Password:           dc.Client.Auth.Password,
 	}
 }
 

@@ -64,6 +64,11 @@ type Config struct {
 	KeyFile            string
 	CACertFile         string
 
+	// Username and Password authenticate the client to the discovery
+	// cluster when it has auth enabled (--discovery-user,
+	// --discovery-password).
+	Username, Password string
+
 	// MaxRetries bounds the retries of a failed request to the service;
 	// zero retries without bound (as etcd does), until ctx ends.
 	MaxRetries int
@@ -159,6 +164,8 @@ func newDiscoverer(lg *zap.Logger, cfg Config, id uint64) (*discoverer, error) {
 		DialKeepAliveTime:    cfg.KeepAliveTime,
 		DialKeepAliveTimeout: cfg.KeepAliveTimeout,
 		TLS:                  tlsCfg,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
 		Logger:               lg,
 	})
 	if err != nil {

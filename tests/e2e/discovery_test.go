@@ -24,40 +24,8 @@ func TestDiscoveryV3(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ref := os.Getenv(referenceEnv) == "etcd"
 	dir := t.TempDir()
-	newMember := func(i int) *member {
-		m := &member{
-			t:         t,
-			name:      fmt.Sprintf("m%d", i),
-			dataDir:   filepath.Join(dir, fmt.Sprintf("m%d.etcd", i)),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-			logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
-		}
-		if ref {
-			m.bin = etcdBinary(t)
-		}
-		m.args = []string{
-			"--name", m.name,
-			"--data-dir", m.dataDir,
-			"--listen-client-urls", m.clientURL,
-			"--advertise-client-urls", m.clientURL,
-			"--listen-peer-urls", m.peerURL,
-			"--initial-advertise-peer-urls", m.peerURL,
-			"--initial-cluster-token", token,
-			"--discovery-token", token,
-			"--discovery-endpoints", disc.clientURL,
-			"--heartbeat-interval", "50",
-			"--election-timeout", "500",
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				m.dumpLog()
-			}
-		})
-		return m
-	}
+	newMember := func(i int) *member { return discoveryMember(t, dir, i, token, disc.clientURL) }
 
 	members := make([]*member, 3)
 	for i := range members {
@@ -141,5 +109,104 @@ func TestDiscoveryV3(t *testing.T) {
 	must(t, err)
 	if len(regs.Kvs) != 3 {
 		t.Fatalf("after the refused member: registrations = %s, want 3", kvPairs(regs.Kvs))
+	}
+}
+
+// discoveryMember is member i of a cluster bootstrapped through the
+// discovery cluster at discURL under token (not started; extra flags are
+// appended).
+func discoveryMember(t *testing.T, dir string, i int, token, discURL string, extra ...string) *member {
+	m := &member{
+		t:         t,
+		name:      fmt.Sprintf("m%d", i),
+		dataDir:   filepath.Join(dir, fmt.Sprintf("m%d.etcd", i)),
+		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
+	}
+	if os.Getenv(referenceEnv) == "etcd" {
+		m.bin = etcdBinary(t)
+	}
+	m.args = append([]string{
+		"--name", m.name,
+		"--data-dir", m.dataDir,
+		"--listen-client-urls", m.clientURL,
+		"--advertise-client-urls", m.clientURL,
+		"--listen-peer-urls", m.peerURL,
+		"--initial-advertise-peer-urls", m.peerURL,
+		"--initial-cluster-token", token,
+		"--discovery-token", token,
+		"--discovery-endpoints", discURL,
+		"--heartbeat-interval", "50",
+		"--election-timeout", "500",
+	}, extra...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			m.dumpLog()
+		}
+		if m.running() {
+			m.kill()
+		}
+	})
+	return m
+}
+
+// TestDiscoveryV3WithAuth bootstraps through a discovery cluster that has
+// auth enabled: a member with --discovery-user/--discovery-password of a
+// user allowed on the registry joins; one with a wrong password fails.
+func TestDiscoveryV3WithAuth(t *testing.T) {
+	disc := startMember(t, memberOpts{name: "discovery"})
+	dcli := disc.client(t)
+	token := "e2e-discovery-auth-" + fmt.Sprint(time.Now().UnixNano())
+	registry := "/_etcd/registry/"
+	steps := []func() error{
+		func() error { _, err := dcli.Put(ctx(t), registry+token+"/_config/size", "1"); return err },
+		func() error { _, err := dcli.UserAdd(ctx(t), "root", "rootpw"); return err },
+		func() error { _, err := dcli.RoleAdd(ctx(t), "root"); return err },
+		func() error { _, err := dcli.UserGrantRole(ctx(t), "root", "root"); return err },
+		func() error { _, err := dcli.UserAdd(ctx(t), "disc", "discpw"); return err },
+		func() error { _, err := dcli.RoleAdd(ctx(t), "registry"); return err },
+		func() error {
+			_, err := dcli.RoleGrantPermission(ctx(t), "registry", registry, clientv3.GetPrefixRangeEnd(registry), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := dcli.UserGrantRole(ctx(t), "disc", "registry"); return err },
+		func() error { _, err := dcli.AuthEnable(ctx(t)); return err },
+	}
+	for _, step := range steps {
+		must(t, step())
+	}
+
+	dir := t.TempDir()
+	m := discoveryMember(t, dir, 0, token, disc.clientURL, "--discovery-user", "disc", "--discovery-password", "discpw")
+	m.waitReady(m.launch())
+	resp, err := m.client(t).MemberList(ctx(t))
+	must(t, err)
+	if len(resp.Members) != 1 || resp.Members[0].Name != "m0" {
+		t.Fatalf("member list %v, want m0 alone", resp.Members)
+	}
+	// etcd ends with the signal's status; cairn must exit cleanly.
+	if err := m.stop(); err != nil && os.Getenv(referenceEnv) != "etcd" {
+		t.Fatal(err)
+	}
+
+	bad := discoveryMember(t, dir, 1, token+"-other", disc.clientURL, "--discovery-user", "disc", "--discovery-password", "wrong")
+	bad.launch()
+	bad.mu.Lock()
+	exited := bad.exited
+	bad.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(startTimeout):
+		bad.kill()
+		t.Fatal("member with a wrong discovery password still running")
+	}
+	if bad.exitError() == nil {
+		t.Fatal("member with a wrong discovery password exited with status 0")
+	}
+	log, err := os.ReadFile(bad.logPath)
+	must(t, err)
+	if !strings.Contains(string(log), "authentication failed") {
+		t.Fatalf("log of the member with a wrong password lacks %q:\n%s", "authentication failed", log)
 	}
 }
