@@ -125,6 +125,8 @@ type opts struct {
 	cluster                                                      bool
 	physical                                                     bool
 	stream                                                       bool
+	mirror                                                       mirrorOpts // make-mirror
+	check                                                        checkOpts  // check perf, check datascale
 }
 
 // cmdCtx is what a command's run sees.
