@@ -82,9 +82,10 @@ func (c *cmdCtx) destClient(dest string) (*client.Client, error) {
 	if m.user != "" {
 		return nil, fail(exitBadFeature, "authentication is not supported by cairnctl yet")
 	}
+	// No DialTimeout: like etcd's client, New does not wait for the
+	// destination, so argument errors come first.
 	cfg := client.Config{
 		Endpoints:            []string{dest},
-		DialTimeout:          c.g.dialTimeout,
 		DialKeepAliveTime:    c.g.keepAlive,
 		DialKeepAliveTimeout: c.g.keepAliveTO,
 		MaxCallSendMsgSize:   c.g.maxReqBytes,
