@@ -100,7 +100,9 @@ func (c *cmdCtx) clients(n int) ([]*client.Client, func(), error) {
 	return cls, closeAll, nil
 }
 
-// ensureEmpty refuses to run on a prefix that already holds keys.
+// ensureEmpty refuses to run on a prefix that already holds keys. The
+// message names etcdctl, as etcdctl's does, so that scripts matching it
+// keep working.
 func ensureEmpty(ctx context.Context, cl *client.Client, prefix, hint string) error {
 	r, err := cl.Get(ctx, prefix, client.WithPrefix(), client.WithLimit(1))
 	if err != nil {
@@ -300,7 +302,7 @@ func checkPerfCmd(c *cmdCtx) error {
 	defer cancel()
 	stop := onInterrupt(func() { cancel(); perfCleanup(c, cls[0], false) })
 	defer stop()
-	if err := ensureEmpty(ctx, cls[0], c.o.check.prefix, "'"+progName+" del --prefix %s'"); err != nil {
+	if err := ensureEmpty(ctx, cls[0], c.o.check.prefix, "'etcdctl del --prefix %s'"); err != nil {
 		return err
 	}
 	bar := startProgress(c.stderr, int64(model.duration/time.Second))
@@ -408,7 +410,7 @@ func checkDatascaleCmd(c *cmdCtx) error {
 	}
 	defer closeAll()
 	ep := strings.Split(c.g.endpoints, ",")[0]
-	if err := ensureEmpty(context.Background(), cls[0], c.o.check.prefix, progName+" del --prefix %s"); err != nil {
+	if err := ensureEmpty(context.Background(), cls[0], c.o.check.prefix, "etcdctl del --prefix %s"); err != nil {
 		return err
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
