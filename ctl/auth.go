@@ -46,14 +46,23 @@ func init() {
 // does: a JWT wins over a user; --password, else "user:password", else the
 // password is asked for.
 func (c *cmdCtx) credentials(cfg *client.Config) error {
-	switch {
-	case c.g.token != "":
+	if c.g.token != "" {
 		cfg.Token = c.g.token
-	case c.g.user == "":
-	case c.g.password != "":
-		cfg.Username, cfg.Password = c.g.user, c.g.password
+		return nil
+	}
+	return c.userCredentials(cfg, c.g.user, c.g.password)
+}
+
+// userCredentials sets cfg's username and password from a
+// "user[:password]" flag and a separate password flag, asking for the
+// password when neither gives it.
+func (c *cmdCtx) userCredentials(cfg *client.Config, userFlag, passwordFlag string) error {
+	switch {
+	case userFlag == "":
+	case passwordFlag != "":
+		cfg.Username, cfg.Password = userFlag, passwordFlag
 	default:
-		user, password, ok := strings.Cut(c.g.user, ":")
+		user, password, ok := strings.Cut(userFlag, ":")
 		if !ok {
 			var err error
 			if password, err = c.askPassword("Password: "); err != nil {

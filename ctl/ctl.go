@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -78,17 +78,17 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.commandTimeout, "command-timeout", 5*time.Second, "timeout for short running command (excluding dial timeout)")
 	fs.DurationVar(&g.keepAlive, "keepalive-time", 2*time.Second, "keepalive time for client connections")
 	fs.DurationVar(&g.keepAliveTO, "keepalive-timeout", 6*time.Second, "keepalive timeout for client connections")
-	fs.IntVar(&g.maxReqBytes, "max-request-bytes", 0, "client-side request send limit in bytes")
-	fs.IntVar(&g.maxRecvBytes, "max-recv-bytes", 0, "client-side response receive limit in bytes")
+	fs.IntVar(&g.maxReqBytes, "max-request-bytes", 0, "client-side request send limit in bytes (if 0, it defaults to 2.0 MiB (2 * 1024 * 1024).)")
+	fs.IntVar(&g.maxRecvBytes, "max-recv-bytes", 0, "client-side response receive limit in bytes (if 0, it defaults to \"math.MaxInt32\")")
 	fs.BoolVar(&g.insecure, "insecure-transport", true, "disable transport security for client connections")
 	fs.BoolVar(&g.insecureDisc, "insecure-discovery", true, "accept insecure SRV records describing cluster endpoints")
-	fs.BoolVar(&g.skipVerify, "insecure-skip-tls-verify", false, "skip server certificate verification")
+	fs.BoolVar(&g.skipVerify, "insecure-skip-tls-verify", false, "skip server certificate verification (CAUTION: this option should be enabled only for testing purposes)")
 	fs.StringVar(&g.cert, "cert", "", "identify secure client using this TLS certificate file")
 	fs.StringVar(&g.key, "key", "", "identify secure client using this TLS key file")
 	fs.StringVar(&g.ca, "cacert", "", "verify certificates of TLS-enabled secure servers using this CA bundle")
-	fs.StringVar(&g.token, "auth-jwt-token", "", "JWT token used for authentication")
-	fs.StringVar(&g.user, "user", "", "username[:password] for authentication")
-	fs.StringVar(&g.password, "password", "", "password for authentication")
+	fs.StringVar(&g.token, "auth-jwt-token", "", "JWT token used for authentication (if this option is used, --user and --password should not be set)")
+	fs.StringVar(&g.user, "user", "", "username[:password] for authentication (prompt if password is not supplied)")
+	fs.StringVar(&g.password, "password", "", "password for authentication (if this option is used, --user option shouldn't include password)")
 	fs.StringVar(&g.discoverySrv, "discovery-srv", "", "domain name to query for SRV records describing cluster endpoints")
 	fs.StringVar(&g.discoverySrv, "d", "", "shorthand for --discovery-srv")
 	fs.StringVar(&g.discoveryName, "discovery-srv-name", "", "service name to query when using DNS discovery")
@@ -127,6 +127,8 @@ type opts struct {
 	stream                                                       bool
 	detail, noPassword                                           bool
 	newUserPassword                                              string
+	mirror                                                       mirrorOpts // make-mirror
+	check                                                        checkOpts  // check perf, check datascale
 }
 
 // cmdCtx is what a command's run sees.
@@ -135,8 +137,10 @@ type cmdCtx struct {
 	g    *globals
 	o    *opts
 	args []string
-	set  map[string]bool // flags given explicitly
-	p    *printer
+	// dashAt is how many of args precede a "--" on the command line, or -1.
+	dashAt int
+	set    map[string]bool // flags given explicitly
+	p      *printer
 }
 
 var commands []*command
@@ -186,6 +190,7 @@ func allFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("all", flag.ContinueOnError)
 	var g globals
 	g.register(fs)
+	registerHelp(fs, &node{})
 	var o opts
 	for _, c := range commands {
 		if c.flags != nil {
@@ -204,105 +209,177 @@ func allFlags() *flag.FlagSet {
 	return fs
 }
 
-// split separates flag arguments from positional ones. After "--" every
-// argument is positional.
-func split(fs *flag.FlagSet, args []string) (flags, pos []string, err error) {
+// scanned is a command line split into flags and positional arguments.
+type scanned struct {
+	flags []string // each as --name or --name=value
+	pos   []string
+	// dashAt is how many positional arguments precede "--", or -1.
+	dashAt int
+}
+
+// scan separates flag arguments from positional ones as pflag does: "--"
+// ends the flags, "--name value", "--name=value", "-x value", "-xvalue".
+// On an unknown flag it returns what it scanned so far with the error.
+func scan(fs *flag.FlagSet, args []string) (scanned, error) {
+	s := scanned{dashAt: -1}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			pos = append(pos, args[i+1:]...)
+			s.dashAt = len(s.pos)
+			s.pos = append(s.pos, args[i+1:]...)
 			break
 		}
 		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
+			s.pos = append(s.pos, a)
 			continue
 		}
-		name := strings.TrimLeft(a, "-")
-		if j := strings.IndexByte(name, '='); j >= 0 {
-			flags = append(flags, a)
-			continue
+		name, val, hasVal, err := flagWord(fs, a)
+		if err != nil {
+			return s, err
 		}
-		known, takes := valueFlag(fs, name)
-		if !known {
-			return nil, nil, fmt.Errorf("unknown flag: %s", a)
-		}
-		flags = append(flags, a)
-		if takes {
+		if _, takes := valueFlag(fs, name); takes && !hasVal {
 			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("flag needs an argument: %s", a)
+				return s, needsArg(a, name)
 			}
 			i++
-			flags = append(flags, args[i])
+			val, hasVal = args[i], true
+		}
+		if hasVal {
+			s.flags = append(s.flags, "--"+name+"="+val)
+		} else {
+			s.flags = append(s.flags, "--"+name)
 		}
 	}
-	return flags, pos, nil
+	return s, nil
 }
 
-func findCommand(pos []string) (*command, []string) {
-	var best *command
-	bestN := 0
-	for _, c := range commands {
-		words := strings.Fields(c.path)
-		if len(words) > len(pos) || len(words) <= bestN {
-			continue
+// flagWord reads one flag argument: its name and any value attached.
+func flagWord(fs *flag.FlagSet, a string) (name, val string, hasVal bool, err error) {
+	if strings.HasPrefix(a, "--") {
+		name, val, hasVal = strings.Cut(a[2:], "=")
+		if known, _ := valueFlag(fs, name); !known {
+			return "", "", false, fmt.Errorf("unknown flag: --%s", name)
 		}
-		ok := true
-		for i, w := range words {
-			if pos[i] != w {
-				ok = false
-				break
+		return name, val, hasVal, nil
+	}
+	name, rest := a[1:2], a[2:]
+	known, takes := valueFlag(fs, name)
+	if !known {
+		return "", "", false, fmt.Errorf("unknown shorthand flag: '%s' in %s", name, a)
+	}
+	if rest == "" {
+		return name, "", false, nil
+	}
+	if takes || rest[0] == '=' {
+		return name, strings.TrimPrefix(rest, "="), true, nil
+	}
+	return "", "", false, fmt.Errorf("unknown shorthand flag: '%s' in %s", rest[:1], a)
+}
+
+func needsArg(a, name string) error {
+	if strings.HasPrefix(a, "--") {
+		return fmt.Errorf("flag needs an argument: --%s", name)
+	}
+	return fmt.Errorf("flag needs an argument: '%s' in %s", name, a)
+}
+
+// split is scan for callers that need only flags and positionals.
+func split(fs *flag.FlagSet, args []string) (flags, pos []string, err error) {
+	s, err := scan(fs, args)
+	return s.flags, s.pos, err
+}
+
+// setFlags applies scanned flags to fs, reporting a bad value in pflag's
+// words.
+func setFlags(fs *flag.FlagSet, flags []string) error {
+	short := shorthands(fs)
+	for _, a := range flags {
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !hasVal {
+			val = "true"
+		}
+		if err := fs.Set(name, val); err != nil {
+			long := name
+			if len(name) == 1 {
+				long = strings.TrimPrefix(fs.Lookup(name).Usage, "shorthand for --")
 			}
-		}
-		if ok {
-			best, bestN = c, len(words)
+			shown := "--" + long
+			if s := short[long]; s != "" {
+				shown = "-" + s + ", --" + long
+			}
+			return fmt.Errorf("invalid argument %q for %q flag: %v", val, shown, valueError(fs.Lookup(name), val, err))
 		}
 	}
-	if best == nil {
-		return nil, pos
+	return nil
+}
+
+// valueError is the parse error pflag reports for val.
+func valueError(f *flag.Flag, val string, setErr error) error {
+	var err error
+	switch kind, _ := flagKind(f); kind {
+	case "":
+		_, err = strconv.ParseBool(val)
+	case "int":
+		_, err = strconv.ParseInt(val, 0, 64)
+	case "uint":
+		_, err = strconv.ParseUint(val, 0, 64)
+	case "duration":
+		_, err = time.ParseDuration(val)
 	}
-	return best, pos[bestN:]
+	if err == nil {
+		return setErr
+	}
+	return err
 }
 
 func dispatch(args []string, e env) error {
-	_, pos, err := split(allFlags(), args)
-	if err != nil {
-		return fail(exitError, "%v", err)
+	root := buildTree()
+	first, ferr := scan(allFlags(), args)
+	n, used := root.resolve(first.pos)
+	if ferr != nil {
+		return usageError(e.stderr, n, ferr)
 	}
-	c, _ := findCommand(pos)
-	if c == nil {
-		if len(pos) == 0 {
-			fmt.Fprint(e.stdout, usage())
-			return nil
-		}
-		return fail(exitBadArgs, "unknown command %q for \"cairnctl\"", strings.Join(pos, " "))
+	switch {
+	case n == root && len(first.pos) > 0:
+		return unknownCommand(e.stderr, root, first.pos[0])
+	case n.parent == root && n.name == "help":
+		return helpCommand(e, root, first.pos[used:])
 	}
-	fs := flag.NewFlagSet(c.path, flag.ContinueOnError)
+	fs := flag.NewFlagSet(n.path, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	g := &globals{}
 	g.register(fs)
 	o := &opts{}
-	if c.flags != nil {
-		c.flags(fs, o)
+	if n.cmd != nil && n.cmd.flags != nil {
+		n.cmd.flags(fs, o)
 	}
-	flags, pos, err := split(fs, args)
+	registerHelp(fs, n)
+	sc, err := scan(fs, args)
+	if err == nil {
+		err = setFlags(fs, sc.flags)
+	}
 	if err != nil {
-		return fail(exitError, "%v", err)
-	}
-	if err := fs.Parse(flags); err != nil {
-		return fail(exitBadArgs, "%v", err)
+		return usageError(e.stderr, n, err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["help"] || set["h"] || n.cmd == nil {
+		io.WriteString(e.stdout, n.helpText())
+		return nil
+	}
 	if err := applyEnv(fs, set, e.getenv); err != nil {
 		return fail(exitBadArgs, "%v", err)
 	}
-	_, rest := findCommand(pos)
 	p, err := newPrinter(e.stdout, g.writeOut, g.hex)
 	if err != nil {
 		return err
 	}
 	p.valueOnly = o.printValueOnly
-	return c.run(&cmdCtx{env: e, g: g, o: o, args: rest, set: set, p: p})
+	dashAt := -1
+	if sc.dashAt >= 0 {
+		dashAt = sc.dashAt - used
+	}
+	return n.cmd.run(&cmdCtx{env: e, g: g, o: o, args: sc.pos[used:], dashAt: dashAt, set: set, p: p})
 }
 
 // globalNames are the flags that ETCDCTL_* variables may set.
@@ -330,17 +407,4 @@ func applyEnv(fs *flag.FlagSet, set map[string]bool, getenv func(string) string)
 		}
 	}
 	return nil
-}
-
-func usage() string {
-	var b strings.Builder
-	b.WriteString("NAME:\n\tcairnctl - A simple command line client for cairn (etcdctl-compatible).\n\nCOMMANDS:\n")
-	var paths []string
-	for _, c := range commands {
-		paths = append(paths, fmt.Sprintf("  %-24s %s", c.path, c.usage))
-	}
-	sort.Strings(paths)
-	b.WriteString(strings.Join(paths, "\n"))
-	b.WriteString("\n")
-	return b.String()
 }

@@ -90,7 +90,7 @@ func (c *cmdCtx) ctx() (context.Context, context.CancelFunc) {
 
 func getFlags(fs *flag.FlagSet, o *opts) {
 	fs.StringVar(&o.consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
-	fs.StringVar(&o.order, "order", "", "Order of results; ASCEND or DESCEND")
+	fs.StringVar(&o.order, "order", "", "Order of results; ASCEND or DESCEND (ASCEND by default)")
 	fs.StringVar(&o.sortBy, "sort-by", "", "Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION")
 	fs.Int64Var(&o.limit, "limit", 0, "Maximum number of results")
 	fs.BoolVar(&o.prefix, "prefix", false, "Get keys with matching prefix")

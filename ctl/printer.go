@@ -280,6 +280,7 @@ type watchJSON struct {
 	CompactRevision int64
 	Canceled        bool
 	Created         bool
+	CancelReason    string
 }
 
 func (p *printer) watch(r *client.WatchResponse) error {
@@ -306,7 +307,7 @@ func (p *printer) watch(r *client.WatchResponse) error {
 			p.fieldKV("", e.GetKv())
 		}
 	case "json":
-		return p.json(watchJSON{r.Header, evs, r.CompactRevision, r.Canceled, r.Created})
+		return p.json(watchJSON{r.Header, evs, r.CompactRevision, r.Canceled, r.Created, cancelReason(r)})
 	case "protobuf":
 		return p.pb(&pb.WatchResponse{Header: r.Header, Events: evs, CompactRevision: r.CompactRevision, Canceled: r.Canceled, Created: r.Created})
 	default:

@@ -175,7 +175,7 @@ func runTool(t *testing.T, bin string, m *member, st step) result {
 	args := make([]string, 0, len(st.args)+1)
 	args = append(args, "--endpoints="+m.hostPort)
 	for _, a := range st.args {
-		args = append(args, strings.ReplaceAll(a, "{dir}", m.scratch))
+		args = append(args, strings.NewReplacer("{dir}", m.scratch, "{endpoint}", m.hostPort).Replace(a))
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(cleanEnv(), st.env...)
