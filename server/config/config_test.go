@@ -102,6 +102,8 @@ func TestFlagForms(t *testing.T) {
 		{"url list last wins", []string{"--listen-peer-urls=http://127.0.0.1:1", "--listen-peer-urls=http://127.0.0.1:2"},
 			func(c *Config) any { return joinURLs(urlStrings(c.ListenPeerUrls)) }, "http://127.0.0.1:2"},
 		{"log outputs", []string{"--log-outputs=stdout,stderr"}, func(c *Config) any { return strings.Join(c.LogOutputs, ",") }, "stderr,stdout"},
+		{"console log format", []string{"--log-format=console"}, func(c *Config) any { return c.LogFormat }, "console"},
+		{"downgrade check time", []string{"--downgrade-check-time=2s"}, func(c *Config) any { return c.DowngradeCheckTime }, 2 * time.Second},
 		{"cluster state", []string{"--initial-cluster-state=existing"}, func(c *Config) any { return c.ClusterState }, "existing"},
 		{"name derives initial cluster", []string{"--name=n1"}, func(c *Config) any { return c.InitialCluster }, "n1=http://localhost:2380"},
 		{"name derives data dir", []string{"--name=n1"}, func(c *Config) any { return c.Dir }, "n1.etcd"},
@@ -174,6 +176,7 @@ func TestParseErrors(t *testing.T) {
 		{"bind to name", []string{"--listen-peer-urls=http://example.com:2380"}, nil, "expected IP in URL for binding (http://example.com:2380)", false},
 		{"bad log level", []string{"--log-level=loud"}, nil, `unrecognized level: "loud"`, false},
 		{"bad logger", []string{"--logger=capnslog"}, nil, "--logger=capnslog is removed in v3.5", false},
+		{"bad log format", []string{"--log-format=xml"}, nil, "unknown log format: xml, supported values json, console", false},
 		{"default with other outputs", []string{"--log-outputs=default,stdout"}, nil, `multi logoutput for "default" is not supported yet`, false},
 	}
 	for _, tc := range tests {

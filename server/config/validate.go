@@ -51,6 +51,11 @@ func (c *Config) validateLogging() error {
 	if len(c.LogOutputs) > 1 && contains(c.LogOutputs, DefaultLogOutput) {
 		return fmt.Errorf("multi logoutput for %q is not supported yet", DefaultLogOutput)
 	}
+	switch c.LogFormat {
+	case "", "json", "console":
+	default:
+		return fmt.Errorf("unknown log format: %s, supported values json, console", c.LogFormat)
+	}
 	var lvl zapcore.Level
 	return lvl.Set(c.LogLevel)
 }

@@ -215,6 +215,7 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		InitialCluster: initial, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.IsNewCluster(), ForceNewCluster: cfg.ForceNewCluster,
 		TickMs: cfg.TickMs, ElectionTicks: cfg.ElectionTicks(), PreVote: cfg.PreVote,
 		StrictReconfigCheck: cfg.StrictReconfigCheck, ClientCertAuth: cfg.ClientTLSInfo.ClientCertAuth, MaxLearners: cfg.MaxLearners,
+		DowngradeCheckTime: cfg.DowngradeCheckTime,
 		LearnerAutoPromote: cfg.LearnerAutoPromote, LearnerAutoPromoteAfter: cfg.LearnerAutoPromoteAfter, StandbyFailoverAfter: cfg.StandbyFailoverAfter,
 		LearnerNoAutoPromote: cfg.LearnerNoAutoPromote, MemberAddAsLearner: cfg.MemberAddAsLearner, LearnerReadOnly: cfg.LearnerReadOnly,
 		LeaseCheckpoint: cfg.FeatureEnabled("LeaseCheckpoint"), LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,

@@ -32,6 +32,9 @@ type Config struct {
 	// VersionMonitorInterval is how often the leader reconsiders the
 	// cluster version (0: etcd's 4 s; tests shorten it).
 	VersionMonitorInterval time.Duration
+	// DowngradeCheckTime (--downgrade-check-time) is how often the leader
+	// checks whether an enabled downgrade has finished (0: never).
+	DowngradeCheckTime time.Duration
 
 	PreVote                bool
 	SnapshotCount          uint64

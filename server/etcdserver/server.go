@@ -196,6 +196,7 @@ func (s *Server) Start() {
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
 	s.goAttach(s.monitorVersions)
+	s.goAttach(s.monitorDowngrade)
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
 	s.goAttach(s.autoPromoteLoop)

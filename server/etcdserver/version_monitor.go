@@ -129,8 +129,8 @@ func downgradeFinished(st versionState) bool {
 	return true
 }
 
-// monitorVersions runs on every member and acts while it leads: at every
-// leader change and every monitorVersionInterval.
+// monitorVersions runs on every member and sets the cluster version while
+// it leads: at every leader change and every monitorVersionInterval.
 func (s *Server) monitorVersions() {
 	select {
 	case <-s.readyc:
@@ -163,9 +163,31 @@ func (s *Server) updateClusterVersion() {
 	if next != "" {
 		s.proposeClusterVersion(st.cluster, next)
 	}
-	if downgradeFinished(st) {
-		s.lg.Info("the cluster has been downgraded", zap.String("cluster-version", st.downgrade.TargetVersion))
-		s.proposeInternal(&pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}})
+}
+
+// monitorDowngrade cancels an enabled downgrade once every member runs the
+// target version, checking every --downgrade-check-time while it leads.
+func (s *Server) monitorDowngrade() {
+	if s.cfg.DowngradeCheckTime <= 0 {
+		return
+	}
+	for {
+		select {
+		case <-time.After(s.cfg.DowngradeCheckTime):
+		case <-s.stopc:
+			return
+		}
+		if s.Leader() != s.id {
+			continue
+		}
+		d := s.storedDowngrade()
+		if !d.Enabled {
+			continue
+		}
+		if downgradeFinished(versionState{downgrade: d, servers: s.memberServerVersions()}) {
+			s.lg.Info("the cluster has been downgraded", zap.String("cluster-version", d.TargetVersion))
+			s.proposeInternal(&pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}})
+		}
 	}
 }
 

@@ -155,3 +155,21 @@ func TestProcessSIGTERMExitsCleanly(t *testing.T) {
 		t.Errorf("after clean restart: kvs=%v revision=%d, want k=v at revision 2", g.Kvs, g.Header.Revision)
 	}
 }
+
+// TestProcessConsoleLogFormat: --log-format=console writes zap's console
+// lines (tab-separated, no JSON objects for the message), as etcd does.
+func TestProcessConsoleLogFormat(t *testing.T) {
+	m := startMember(t, memberOpts{args: []string{"--log-format=console"}})
+	mustPut(t, m.client(t), "k", "v")
+	data, err := os.ReadFile(m.logPath)
+	must(t, err)
+	var ready string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "ready to serve client requests") {
+			ready = l
+		}
+	}
+	if f := strings.Split(ready, "\t"); len(f) < 4 || f[1] != "info" || strings.HasPrefix(ready, "{") {
+		t.Fatalf("ready line is not a console line: %q", ready)
+	}
+}
