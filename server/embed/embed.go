@@ -142,6 +142,13 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		handler = withPprof(handler)
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	handler = httpapi.WithAccessControl(httpapi.AccessConfig{
+		CORS:          cfg.CORS,
+		HostWhitelist: cfg.HostWhitelist,
+		RejectGatewayCertCN: func() bool {
+			return cfg.ClientTLSInfo.ClientCertAuth && cfg.EnableGRPCGateway && srv.AuthStore().IsAuthEnabled()
+		},
+	}, handler, lg)
 	clientHandler := handler
 	if len(extra.http) > 0 {
 		clientHandler = nil // gRPC only: HTTP has its own URLs
