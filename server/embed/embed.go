@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/etcdserver"
 	"github.com/cairnkv/cairn/server/httpapi"
@@ -132,6 +133,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		handler = withPprof(handler)
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	handler = failpoint.Mount(handler) // the handler itself without -tags failpoints
 	clientHandler := handler
 	if len(extra.http) > 0 {
 		clientHandler = nil // gRPC only: HTTP has its own URLs

@@ -5,6 +5,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/snap"
 	"github.com/cairnkv/cairn/server/wal"
 	"github.com/cairnkv/cairn/server/wal/walpb"
@@ -38,7 +39,11 @@ func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
 	if err := st.wal.SaveSnapshot(marker); err != nil {
 		return err
 	}
-	return st.wal.ReleaseLockTo(md.GetIndex())
+	if err := st.wal.ReleaseLockTo(md.GetIndex()); err != nil {
+		return err
+	}
+	failpoint.Inject("raftAfterWALRelease")
+	return nil
 }
 
 func (st *raftStorage) Close() error {

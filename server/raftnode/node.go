@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
@@ -422,6 +423,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	}
 	isLeader := n.Leader() == n.cfg.ID
 	if isLeader {
+		failpoint.Inject("raftBeforeLeaderSend")
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if err := n.persist(rd); err != nil {
@@ -429,6 +431,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	}
 	close(persisted)
 	if !isLeader {
+		failpoint.Inject("raftBeforeFollowerSend")
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if hasSnapshot && !n.handOff(rd, persisted) {
@@ -459,17 +462,23 @@ func (n *Node) handOff(rd raft.Ready, persisted <-chan struct{}) bool {
 
 func (n *Node) persist(rd raft.Ready) error {
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		failpoint.Inject("raftBeforeSaveSnap")
 		if err := n.cfg.Persister.SaveSnap(rd.Snapshot); err != nil {
 			return err
 		}
+		failpoint.Inject("raftAfterSaveSnap")
 	}
+	failpoint.Inject("raftBeforeSave")
 	if err := n.cfg.Persister.Save(rd.HardState, rd.Entries); err != nil {
 		return err
 	}
+	failpoint.Inject("raftAfterSave")
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		failpoint.Inject("raftBeforeApplySnap")
 		if err := n.cfg.MemStorage.ApplySnapshot(rd.Snapshot); err != nil {
 			return err
 		}
+		failpoint.Inject("raftAfterApplySnap")
 	}
 	if !raft.IsEmptyHardState(rd.HardState) {
 		if err := n.cfg.MemStorage.SetHardState(rd.HardState); err != nil {
