@@ -26,6 +26,13 @@ func (st *raftStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry) error {
 	return st.wal.Save(hs, ents)
 }
 
+// Sync makes the WAL durable up to its last record.
+func (st *raftStorage) Sync() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.wal.Sync()
+}
+
 // SaveSnap writes the .snap file first, then the WAL marker: a marker
 // without its file would make restart look for a snapshot that is not there.
 func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
