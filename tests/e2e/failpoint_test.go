@@ -181,3 +181,37 @@ func waitCrash(t *testing.T, m *member, point string) {
 		t.Errorf("log does not contain %q", want)
 	}
 }
+
+// TestFailpointCrashWhileInstallingSnapshot crashes a follower at each
+// step of installing a snapshot from the leader (after the .snap file and
+// WAL marker, before the db swap) and restarts it: the member finishes
+// the install and agrees with the others.
+func TestFailpointCrashWhileInstallingSnapshot(t *testing.T) {
+	points := []string{"raftAfterSaveSnap", "applyBeforeOpenSnapshot"}
+	if testing.Short() {
+		points = points[1:]
+	}
+	for _, point := range points {
+		t.Run(point, func(t *testing.T) {
+			fb := failpointBinary(t)
+			c := startCluster(t, clusterOpts{size: 3, proxies: true, bins: map[int]string{0: fb, 1: fb, 2: fb},
+				args: []string{"--snapshot-count", "50", "--snapshot-catchup-entries", "10"}})
+			l := c.waitLeader(c.all()...)
+			f := c.except(l)[0]
+			c.isolate(f)
+			var last string
+			for i := range 200 {
+				last = fmt.Sprintf("v%d", i)
+				mustPut(t, c.clients[l], fmt.Sprintf("snap/%03d", i), last)
+			}
+			if code, body := fpRequest(t, c.members[f], http.MethodPut, "/"+point, "panic"); code != http.StatusNoContent {
+				t.Fatalf("arming %s: %d %q", point, code, body)
+			}
+			c.heal(f)
+			waitCrash(t, c.members[f], point)
+			c.members[f].restart()
+			c.waitValue(t, f, "snap/199", last)
+			c.assertConsistent(t, c.all()...)
+		})
+	}
+}
