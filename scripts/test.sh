@@ -21,6 +21,8 @@ short="-short"
 
 echo "== unit tests (race; one package at a time: several start members on free ports)"
 go test -race -count=1 -p 1 $(go list ./... | grep -v /tests/)
+# The failpoint registry exists only under its build tag.
+go test -race -count=1 -tags failpoints ./pkg/failpoint
 
 echo "== e2e and compatibility tests (real processes; one package at a time)"
 go test -race -count=1 $short -p 1 -timeout 20m ./tests/...

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/etcdserver"
 	"github.com/cairnkv/cairn/server/httpapi"
@@ -142,6 +143,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		handler = withPprof(handler)
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	handler = failpoint.Mount(handler) // the handler itself without -tags failpoints
 	handler = httpapi.WithAccessControl(httpapi.AccessConfig{
 		CORS:          cfg.CORS,
 		HostWhitelist: cfg.HostWhitelist,

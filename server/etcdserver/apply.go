@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
@@ -80,8 +81,10 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 	s.applyMu.Lock()
 	switch e.GetType() {
 	case raftpb.EntryNormal:
+		failpoint.Inject("beforeApplyOneEntryNormal")
 		id, result = s.applyNormal(e)
 	case raftpb.EntryConfChange:
+		failpoint.Inject("beforeApplyOneConfChange")
 		s.applyConfChange(e)
 	}
 	// Monotonic: replay re-applies conf changes at or below the stored index,
@@ -90,6 +93,9 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 		s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
 	}
 	s.applyMu.Unlock()
+	// Applied (uncommitted in the backend) but not yet answered: a crash
+	// here must lose nothing the proposer could have been told about.
+	failpoint.Inject("afterApplyOneEntry")
 
 	s.appliedIndex.Store(e.GetIndex())
 	if id != 0 {

@@ -91,11 +91,12 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// openStores may finish installing a snapshot, through the storage.
+	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
-	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.proposals = wait.NewRegistry()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)

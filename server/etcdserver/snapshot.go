@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // Snapshots from the leader. A follower that fell behind the leader's log
@@ -47,6 +49,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.storeMu.Lock()
 	s.be.Commit()
 	s.closeBackendStores()
+	failpoint.Inject("applyBeforeOpenSnapshot")
 	err := s.moveSnapshotDB(index)
 	if err == nil {
 		err = s.openBackendStores()

@@ -5,6 +5,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/snap"
 	"github.com/cairnkv/cairn/server/wal"
 	"github.com/cairnkv/cairn/server/wal/walpb"
@@ -25,6 +26,13 @@ func (st *raftStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry) error {
 	return st.wal.Save(hs, ents)
 }
 
+// Sync makes the WAL durable up to its last record.
+func (st *raftStorage) Sync() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.wal.Sync()
+}
+
 // SaveSnap writes the .snap file first, then the WAL marker: a marker
 // without its file would make restart look for a snapshot that is not there.
 func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
@@ -38,7 +46,11 @@ func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
 	if err := st.wal.SaveSnapshot(marker); err != nil {
 		return err
 	}
-	return st.wal.ReleaseLockTo(md.GetIndex())
+	if err := st.wal.ReleaseLockTo(md.GetIndex()); err != nil {
+		return err
+	}
+	failpoint.Inject("raftAfterWALRelease")
+	return nil
 }
 
 func (st *raftStorage) Close() error {

@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // maxResponseBody bounds the answer read back from a POST.
@@ -89,6 +91,7 @@ func (p *peer) post(u url.URL, path, contentType string, body io.Reader, size in
 // sendSnapshot uploads MsgSnap m followed by the database and reports the
 // outcome to raft.
 func (p *peer) sendSnapshot(m *raftpb.Message) {
+	failpoint.Inject("peerBeforeSendSnapshot")
 	u := p.urls.pick()
 	err := p.uploadSnapshot(u, m)
 	if err != nil {

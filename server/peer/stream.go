@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
 )
 
 // streamType names a stream by its path element.
@@ -163,6 +165,7 @@ func (w *streamWriter) run() {
 
 // write encodes m and flushes when asked to; unflushed writes batch up.
 func (st *streamWriterState) write(m *raftpb.Message, flush bool) error {
+	failpoint.Inject("peerBeforeStreamSend")
 	if err := st.enc.encode(m); err != nil {
 		return err
 	}

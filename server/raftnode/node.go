@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
@@ -25,6 +26,8 @@ type Persister interface {
 	Save(st *raftpb.HardState, ents []*raftpb.Entry) error
 	// SaveSnap persists a snapshot received from the leader.
 	SaveSnap(snap *raftpb.Snapshot) error
+	// Sync makes everything saved so far durable.
+	Sync() error
 }
 
 // Transport delivers raft messages to peers. Single-member clusters use
@@ -422,6 +425,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	}
 	isLeader := n.Leader() == n.cfg.ID
 	if isLeader {
+		failpoint.Inject("raftBeforeLeaderSend")
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if err := n.persist(rd); err != nil {
@@ -429,6 +433,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	}
 	close(persisted)
 	if !isLeader {
+		failpoint.Inject("raftBeforeFollowerSend")
 		n.cfg.Transport.Send(rd.Messages)
 	}
 	if hasSnapshot && !n.handOff(rd, persisted) {
@@ -459,17 +464,32 @@ func (n *Node) handOff(rd raft.Ready, persisted <-chan struct{}) bool {
 
 func (n *Node) persist(rd raft.Ready) error {
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		failpoint.Inject("raftBeforeSaveSnap")
 		if err := n.cfg.Persister.SaveSnap(rd.Snapshot); err != nil {
 			return err
 		}
+		failpoint.Inject("raftAfterSaveSnap")
 	}
+	failpoint.Inject("raftBeforeSave")
 	if err := n.cfg.Persister.Save(rd.HardState, rd.Entries); err != nil {
 		return err
 	}
+	failpoint.Inject("raftAfterSave")
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		// The HardState that commits the snapshot needs no fsync by raft's
+		// rules, but once this member acknowledges the snapshot the
+		// leader counts on it: lost in a crash, the restarted member's
+		// commit index would lag the leader's view of it and raft would
+		// panic (tocommit out of range), as in etcd issue 10219. The WAL
+		// also only vouches for snapshots at or below its commit index.
+		if err := n.cfg.Persister.Sync(); err != nil {
+			return err
+		}
+		failpoint.Inject("raftBeforeApplySnap")
 		if err := n.cfg.MemStorage.ApplySnapshot(rd.Snapshot); err != nil {
 			return err
 		}
+		failpoint.Inject("raftAfterApplySnap")
 	}
 	if !raft.IsEmptyHardState(rd.HardState) {
 		if err := n.cfg.MemStorage.SetHardState(rd.HardState); err != nil {

@@ -35,6 +35,7 @@ func (p *memPersister) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 }
 
 func (p *memPersister) SaveSnap(*raftpb.Snapshot) error { return nil }
+func (p *memPersister) Sync() error                     { return nil }
 
 func (p *memPersister) lastIndex() uint64 {
 	p.mu.Lock()

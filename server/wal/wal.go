@@ -437,6 +437,17 @@ func (w *WAL) cut() error {
 	return nil
 }
 
+// Sync makes every record saved so far durable, including a HardState
+// whose Save did not need an fsync.
+func (w *WAL) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.encoder == nil {
+		return ErrNotWritable
+	}
+	return w.sync()
+}
+
 // sync writes out buffered frames and fdatasyncs the tail.
 func (w *WAL) sync() error {
 	if err := w.encoder.flush(); err != nil {

@@ -23,13 +23,68 @@ type revLog struct {
 	events []histEvent
 }
 
-// readRevLog reads the key space at every revision 1..final from cli
-// (serializably, the member must be up to date) and derives the revision
-// of every write. It also checks that the history is well-formed: every
-// revision after the first changes something, and nothing changes without
-// the revision saying so. Problems are returned, not fatal.
-func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
-	snaps := make([][]kv, final+1)
+// revArchive holds the key space at the revisions a compaction is about
+// to make unreadable: readRevLog takes them from here.
+type revArchive struct {
+	mu    sync.Mutex
+	snaps [][]kv // snaps[r], r = 1..len-1; snaps[0] is unused
+}
+
+// upTo is the newest archived revision (0: none).
+func (a *revArchive) upTo() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return int64(max(len(a.snaps)-1, 0))
+}
+
+// save archives the revisions up to rev that are not archived yet, read
+// from cli (serializably: its member must have applied rev).
+func (a *revArchive) save(cli *clientv3.Client, rev int64) error {
+	from := a.upTo() + 1
+	if rev < from {
+		return nil
+	}
+	snaps, err := readSnaps(cli, from, rev)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.snaps) == 0 {
+		a.snaps = [][]kv{nil}
+	}
+	a.snaps = append(a.snaps, snaps...)
+	return nil
+}
+
+// readRevLog reads the key space at every revision 1..final, from the
+// archive and then from cli (serializably, the member must be up to
+// date), and derives the revision of every write. It also checks that the
+// history is well-formed: every revision after the first changes
+// something, and nothing changes without the revision saying so. Problems
+// are returned, not fatal.
+func readRevLog(cli *clientv3.Client, final int64, archive *revArchive) (*revLog, []string, error) {
+	archive.mu.Lock()
+	snaps := slices.Clone(archive.snaps)
+	archive.mu.Unlock()
+	if len(snaps) == 0 {
+		snaps = [][]kv{nil}
+	}
+	if from := int64(len(snaps)); from <= final {
+		rest, err := readSnaps(cli, from, final)
+		if err != nil {
+			return nil, nil, err
+		}
+		snaps = append(snaps, rest...)
+	}
+	l, problems := deriveRevLog(snaps[:final+1], final)
+	return l, problems, nil
+}
+
+// readSnaps reads the key space at revisions from..to; element i is
+// revision from+i.
+func readSnaps(cli *clientv3.Client, from, to int64) ([][]kv, error) {
+	snaps := make([][]kv, to-from+1)
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -47,20 +102,22 @@ func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
 					firstErr = fmt.Errorf("reading revision %d: %w", r, err)
 				}
 				if err == nil {
-					snaps[r] = toKVs(resp.Kvs)
+					snaps[r-from] = toKVs(resp.Kvs)
 				}
 				mu.Unlock()
 			}
 		})
 	}
-	for r := int64(1); r <= final; r++ {
+	for r := from; r <= to; r++ {
 		next <- r
 	}
 	close(next)
 	wg.Wait()
-	if firstErr != nil {
-		return nil, nil, firstErr
-	}
+	return snaps, firstErr
+}
+
+// deriveRevLog derives the writes and events from snaps[r], r = 1..final.
+func deriveRevLog(snaps [][]kv, final int64) (*revLog, []string) {
 	l := &revLog{final: final, putAt: map[string]int64{}}
 	var problems []string
 	prev := map[string]kv{}
@@ -103,7 +160,7 @@ func readRevLog(cli *clientv3.Client, final int64) (*revLog, []string, error) {
 		}
 		prev = cur
 	}
-	return l, problems, nil
+	return l, problems
 }
 
 // buildHistory turns the records into porcupine operations, using the

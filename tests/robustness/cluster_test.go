@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +35,9 @@ type proc struct {
 	name, bin string
 	args      []string
 	logPath   string
+	// extra are flags added to args by a fault (the disk-full fault's
+	// quota) until it is undone; set only while the process is down.
+	extra []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -54,9 +59,10 @@ func (p *proc) launch() (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f, "=== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
+	args := slices.Concat(p.args, p.extra)
+	fmt.Fprintf(f, "=== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(args, " "))
 	w := &readyWatcher{f: f, found: make(chan struct{})}
-	cmd := exec.Command(p.bin, p.args...)
+	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -185,6 +191,12 @@ type cluster struct {
 	admin     []*clientv3.Client // one per member, pinned to it
 	ids       []uint64
 
+	// archive keeps the revision history that compactions remove.
+	archive revArchive
+	// failpoints: the members serve /failpoints (a cairn built with
+	// -tags failpoints).
+	failpoints bool
+
 	mu       sync.Mutex
 	isolated map[int]bool
 }
@@ -247,6 +259,9 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 				// through a snapshot.
 				"--snapshot-count", "200",
 				"--snapshot-catchup-entries", "100",
+				// Compactions delete in several rounds (and
+				// pass the failpoint between two).
+				"--compaction-batch-limit", "100",
 			}, extraArgs...),
 		})
 	}
@@ -287,7 +302,19 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 	if _, err := c.waitLeader(recoverTimeout); err != nil {
 		t.Fatal(err)
 	}
+	c.failpoints = servesFailpoints(c.endpoints[0])
 	return c
+}
+
+// servesFailpoints reports whether the member at ep lists its failpoints
+// (gofail's HTTP interface on the client URL).
+func servesFailpoints(ep string) bool {
+	resp, err := http.Get(ep + "/failpoints")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func newClient(endpoints []string) (*clientv3.Client, error) {

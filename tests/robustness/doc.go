@@ -1,7 +1,8 @@
 // Package robustness runs a three-member cluster of real processes under
 // client traffic while faults are injected one at a time (SIGKILL and
 // restart, SIGSTOP/SIGCONT, isolation of a member or the leader through
-// the peer proxies, slow peer links), records every request and checks:
+// the peer proxies, slow peer links, a crash at a failpoint, a backend
+// that reaches its quota), records every request and checks:
 //
 //   - the history is linearizable (porcupine) against a model of etcd's
 //     key-value store with revisions: puts, deletes, compare-and-swap txns
@@ -17,7 +18,18 @@
 //     against the revision history, and their progress notifications never
 //     overtake events; a failing watcher's log goes to watch-mM-W.txt.
 //
-// Writes whose outcome is unknown (timeouts, unavailability) are resolved
+// cairn is built with -tags failpoints: the failpoint fault arms a crash
+// point (around the WAL save, an entry's apply, the backend commit, the
+// install of a snapshot, compaction, defragmentation) on a member over
+// HTTP, makes the member pass it and restarts it; a server that does not
+// serve /failpoints (etcd) runs without that fault. The disk-full fault
+// restarts a member with a --quota-backend-bytes just above its backend's
+// size; the traffic then raises the NOSPACE alarm and the operator's
+// recovery follows: default quota back, compaction (the history it
+// removes is archived first), defragmentation of every member, disarm.
+//
+// Writes whose outcome is unknown (timeouts, unavailability, NOSPACE,
+// which a member also answers for a write it applied) are resolved
 // with the revision history read back after the run: a put or txn whose
 // unique value was never written is dropped, one that was must apply at
 // the revision that wrote it; deletes and revokes stay pending.
@@ -26,7 +38,8 @@
 // Environment: CAIRN_ROBUSTNESS_SEED fixes the seed (printed by every
 // run), CAIRN_ROBUSTNESS_BINARY=etcd runs the real etcd v3.7.3 instead of
 // cairn to validate the checker (or names any binary),
-// CAIRN_ROBUSTNESS_DURATION overrides the traffic duration, and
+// CAIRN_ROBUSTNESS_DURATION overrides the traffic duration,
+// CAIRN_ROBUSTNESS_FAULTS restricts the faults to the named ones, and
 // CAIRN_ROBUSTNESS_DIR keeps member logs and, on a violation, the porcupine
 // visualization (linearizability.html) under that directory; without it
 // they go to a temporary directory that is kept only if the test fails.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -13,11 +15,16 @@ type faultEvent struct {
 	name       string
 	member     int
 	start, end int64 // test clock (ns since the history started)
+	detail     string
 	err        error // recovery failed
 }
 
 func (f faultEvent) String() string {
-	return fmt.Sprintf("%s m%d [%.2fs, %.2fs]", f.name, f.member, float64(f.start)/1e9, float64(f.end)/1e9)
+	s := fmt.Sprintf("%s m%d [%.2fs, %.2fs]", f.name, f.member, float64(f.start)/1e9, float64(f.end)/1e9)
+	if f.detail != "" {
+		s += ": " + f.detail
+	}
+	return s
 }
 
 // fault is a kind of failure: inject breaks member i, and the returned
@@ -27,7 +34,10 @@ type fault struct {
 	// leader: pick the current leader as the target instead of a random
 	// member.
 	leader bool
-	inject func(c *cluster, i int, rng *rand.Rand) (undo func() error)
+	// failpoints: the fault needs members that serve /failpoints.
+	failpoints bool
+	// inject may note what it did in ev.detail.
+	inject func(c *cluster, i int, rng *rand.Rand, ev *faultEvent) (undo func() error)
 }
 
 var faults = []fault{
@@ -38,24 +48,46 @@ var faults = []fault{
 	{name: "pause", inject: pauseFault},
 	{name: "pause-leader", leader: true, inject: pauseFault},
 	{name: "slow-links", inject: delayFault},
+	{name: "failpoint", failpoints: true, inject: failpointFault},
+	{name: "failpoint-leader", leader: true, failpoints: true, inject: failpointFault},
+	{name: "disk-full", inject: diskFullFault},
 }
 
-func killFault(c *cluster, i int, _ *rand.Rand) func() error {
+// faultsFor returns the faults c supports, in a fixed order, so that a
+// seed picks the same schedule for the same server; only those named in
+// $CAIRN_ROBUSTNESS_FAULTS (comma-separated) if it is set.
+func faultsFor(c *cluster) []fault {
+	only := map[string]bool{}
+	for _, name := range strings.Split(os.Getenv(faultsEnv), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			only[name] = true
+		}
+	}
+	var out []fault
+	for _, f := range faults {
+		if (!f.failpoints || c.failpoints) && (len(only) == 0 || only[f.name]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func killFault(c *cluster, i int, _ *rand.Rand, _ *faultEvent) func() error {
 	c.procs[i].kill()
 	return c.procs[i].start
 }
 
-func isolateFault(c *cluster, i int, _ *rand.Rand) func() error {
+func isolateFault(c *cluster, i int, _ *rand.Rand, _ *faultEvent) func() error {
 	c.isolate(i)
 	return func() error { c.heal(i); return nil }
 }
 
-func pauseFault(c *cluster, i int, _ *rand.Rand) func() error {
+func pauseFault(c *cluster, i int, _ *rand.Rand, _ *faultEvent) func() error {
 	c.procs[i].signal(syscall.SIGSTOP)
 	return func() error { c.procs[i].signal(syscall.SIGCONT); return nil }
 }
 
-func delayFault(c *cluster, i int, rng *rand.Rand) func() error {
+func delayFault(c *cluster, i int, rng *rand.Rand, _ *faultEvent) func() error {
 	d := time.Duration(50+rng.IntN(150)) * time.Millisecond
 	c.proxies[i].DelayTx(d, d/4)
 	c.proxies[i].DelayRx(d, d/4)
@@ -73,6 +105,10 @@ func delayFault(c *cluster, i int, rng *rand.Rand) func() error {
 // test clock.
 func injectFaults(ctx context.Context, c *cluster, rng *rand.Rand, now func() int64, logf func(string, ...any)) []faultEvent {
 	var events []faultEvent
+	available := faultsFor(c)
+	if len(available) == 0 {
+		return []faultEvent{{name: "none", err: fmt.Errorf("no fault this server supports matches %s=%q", faultsEnv, os.Getenv(faultsEnv))}}
+	}
 	sleep := func(d time.Duration) bool {
 		select {
 		case <-ctx.Done():
@@ -85,7 +121,7 @@ func injectFaults(ctx context.Context, c *cluster, rng *rand.Rand, now func() in
 		if !sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond) {
 			return events
 		}
-		f := faults[rng.IntN(len(faults))]
+		f := available[rng.IntN(len(available))]
 		hold := time.Duration(1000+rng.IntN(2000)) * time.Millisecond
 		target := rng.IntN(len(c.procs))
 		if f.leader {
@@ -95,10 +131,13 @@ func injectFaults(ctx context.Context, c *cluster, rng *rand.Rand, now func() in
 		}
 		ev := faultEvent{name: f.name, member: target, start: now()}
 		logf("fault: %s on m%d for %v", f.name, target, hold)
-		undo := f.inject(c, target, rng)
+		undo := f.inject(c, target, rng, &ev)
 		time.Sleep(hold) // always undo, even when the traffic has stopped
 		ev.err = undo()
 		ev.end = now()
+		if ev.detail != "" {
+			logf("fault %s", ev)
+		}
 		if ev.err == nil {
 			if _, err := c.waitLeader(recoverTimeout); err != nil {
 				ev.err = err

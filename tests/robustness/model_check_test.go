@@ -194,3 +194,31 @@ func TestBuildHistoryReportsLostWrites(t *testing.T) {
 		t.Errorf("ops: %d, want 3 (serializable get excluded)", len(ops))
 	}
 }
+
+// A write answered with NOSPACE may have been applied (the member that
+// took the backend over its quota answers NOSPACE for the write it just
+// applied, as etcd does) or refused (while the alarm is active): it is an
+// unknown outcome that the revision history resolves.
+func TestBuildHistoryNoSpace(t *testing.T) {
+	nospace := func() *output { return &output{unknown: true, err: "etcdserver: mvcc: database space exceeded"} }
+	recs := []record{
+		{client: 0, in: put("key/0", "c0-1"), out: rev(2), call: 0, ret: 10},
+		{client: 1, in: put("key/0", "c1-1"), out: nospace(), call: 20, ret: 30},
+		{client: 2, in: put("key/1", "c2-1"), out: nospace(), call: 40, ret: 50},
+		{client: 0, in: get("key/0"), out: read(3, kv{key: "key/0", value: "c1-1", createRev: 2, mod: 3, version: 2}), call: 60, ret: 70},
+	}
+	l := &revLog{final: 3, putAt: map[string]int64{"c0-1": 2, "c1-1": 3}}
+	ops, problems := buildHistory(recs, l)
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	// c1-1 applied despite its NOSPACE answer: kept, at revision 3,
+	// returning when the first read that saw it did; c2-1 was refused:
+	// dropped.
+	if len(ops) != 3 || ops[1].Input.(*input).appliedAt != 3 || ops[1].Return != 70 {
+		t.Fatalf("ops = %+v", ops)
+	}
+	if res, _ := checkLinearizable(ops, nil, filepath.Join(t.TempDir(), "vis.html"), time.Minute); res != porcupine.Ok {
+		t.Fatalf("result %s, want Ok", res)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // Environment variables that control a run.
@@ -31,6 +32,9 @@ const (
 	// durationEnv overrides how long traffic and faults run (a Go
 	// duration, e.g. 2m).
 	durationEnv = "CAIRN_ROBUSTNESS_DURATION"
+	// faultsEnv restricts the faults to a comma-separated list of names
+	// (faults_test.go), e.g. to reproduce one kind of failure.
+	faultsEnv = "CAIRN_ROBUSTNESS_FAULTS"
 )
 
 var cairnBin string
@@ -50,7 +54,9 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
+	// With failpoints, so that members can be crashed where
+	// crash-recovery bugs hide (faults_crash_test.go).
+	build := exec.Command("go", "build", "-tags", "failpoints", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "robustness: building cairn:", err)
@@ -220,7 +226,7 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 		t.Fatalf("revision moved from %d to %d after the cluster settled", final, r)
 	}
 
-	l, problems, err := readRevLog(c.admin[0], final)
+	l, problems, err := readRevLog(c.admin[0], final, &c.archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +238,8 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 		switch {
 		case r.serializable:
 			stats["serializable"]++
+		case r.out.unknown && strings.Contains(r.out.err, rpctypes.ErrNoSpace.Error()):
+			stats["nospace"]++
 		case r.out.unknown:
 			stats["unknown"]++
 		default:

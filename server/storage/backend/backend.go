@@ -24,6 +24,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
@@ -183,7 +184,9 @@ func (b *backend) commitLocked(reopen bool) {
 // that reads through ReadTx does not deadlock.
 func (b *backend) preCommit() {
 	if b.cfg.PreCommit != nil {
+		failpoint.Inject("commitBeforePreCommitHook")
 		b.cfg.PreCommit(b.batch)
+		failpoint.Inject("commitAfterPreCommitHook")
 	}
 }
 
@@ -193,9 +196,11 @@ func (b *backend) preCommit() {
 func (b *backend) commitTxs(reopen bool) {
 	b.read.close()
 	start := time.Now()
+	failpoint.Inject("beforeCommit")
 	if err := b.batch.tx.Commit(); err != nil {
 		b.lg.Fatal("failed to commit the backend", zap.String("path", b.cfg.Path), zap.Error(err))
 	}
+	failpoint.Inject("afterCommit")
 	metrics.BackendCommitSeconds.Observe(time.Since(start).Seconds())
 	b.batch.tx = nil
 	b.batch.discardHeld()

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
@@ -128,6 +129,7 @@ func (b *backend) Defrag() error {
 // and no transaction is open.
 func (b *backend) swapInDefragged() error {
 	tmpPath := b.cfg.Path + ".tmp"
+	failpoint.Inject("defragBeforeCopy")
 	if err := b.writeDefragged(tmpPath); err != nil {
 		_ = removeIfExists(tmpPath)
 		return err
@@ -135,6 +137,7 @@ func (b *backend) swapInDefragged() error {
 	if err := b.db.Close(); err != nil {
 		b.lg.Fatal("failed to close the db for defrag", zap.Error(err))
 	}
+	failpoint.Inject("defragBeforeRename")
 	renameErr := os.Rename(tmpPath, b.cfg.Path)
 	if renameErr == nil {
 		renameErr = syncDir(filepath.Dir(b.cfg.Path))

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -39,6 +40,9 @@ func (s *Store) compactLocked(rev int64) (<-chan struct{}, error) {
 	tx.Lock()
 	putRevMeta(tx, backend.MetaScheduledCompactRev, rev)
 	tx.Unlock()
+	// etcd commits here; cairn leaves the commit to the member, so a crash
+	// at this point finds the backend in the state etcd's name describes.
+	failpoint.Inject("compactBeforeCommitScheduledCompact")
 
 	s.revMu.Lock()
 	s.compactMainRev = rev
@@ -134,6 +138,7 @@ func (s *Store) physicalCompact(rev int64, quit <-chan struct{}) bool {
 		n, next, finished := s.compactRound(rev, keep, from, end)
 		deleted += n
 		if finished {
+			failpoint.Inject("compactAfterSetFinishedCompact")
 			s.lg.Info("finished scheduled compaction",
 				zap.Int64("compact-revision", rev),
 				zap.Int("deleted-revisions", deleted),
@@ -141,6 +146,9 @@ func (s *Store) physicalCompact(rev int64, quit <-chan struct{}) bool {
 			return true
 		}
 		from = next
+		// The round's deletes are in the uncommitted batch, as in etcd
+		// just before it commits a compaction batch.
+		failpoint.Inject("compactBeforeCommitBatch")
 		timer := time.NewTimer(s.cfg.CompactionSleepInterval)
 		select {
 		case <-quit:
@@ -171,6 +179,7 @@ func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, from, end []
 		}
 	}
 	if len(keys) < limit {
+		failpoint.Inject("compactBeforeSetFinishedCompact")
 		putRevMeta(tx, backend.MetaFinishedCompactRev, rev)
 		return deleted, nil, true
 	}
