@@ -127,6 +127,8 @@ type opts struct {
 	stream                                                       bool
 	detail, noPassword                                           bool
 	newUserPassword                                              string
+	ttl                                                          int
+	listen                                                       bool
 }
 
 // cmdCtx is what a command's run sees.
@@ -224,6 +226,10 @@ func split(fs *flag.FlagSet, args []string) (flags, pos []string, err error) {
 		}
 		known, takes := valueFlag(fs, name)
 		if !known {
+			if a[1] != '-' {
+				// A single dash starts shorthands, as cobra reads it.
+				return nil, nil, fmt.Errorf("unknown shorthand flag: '%c' in %s", name[0], a)
+			}
 			return nil, nil, fmt.Errorf("unknown flag: %s", a)
 		}
 		flags = append(flags, a)
