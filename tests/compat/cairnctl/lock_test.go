@@ -249,7 +249,7 @@ func TestLockContention(t *testing.T) {
 
 func TestLockSignals(t *testing.T) {
 	tw := twins{startTwins(t)}
-	tw.compare(t, "context canceled", func(t *testing.T, tl tool, tr *transcript) {
+	tw.compare(t, "started\nfinished", func(t *testing.T, tl tool, tr *transcript) {
 		holder := tl.start(t, "lock", "L3")
 		holder.waitLines(t, 2) // the key and its empty value
 		waiter := tl.start(t, "lock", "L3")
@@ -262,6 +262,21 @@ func TestLockSignals(t *testing.T) {
 		json := tl.start(t, "-w", "json", "lock", "L3")
 		json.waitLines(t, 1)
 		tr.add("terminated json holder", maskJSONKey(json.signal(t, syscall.SIGTERM)))
+
+		// A signal to the locker alone leaves its command running, and the
+		// lock is released only when the command ends.
+		cmd := `echo started; while [ ! -e {dir}/go-on ]; do sleep 0.02; done; echo finished`
+		runner := tl.start(t, "lock", "L3", "--", "sh", "-c", cmd)
+		runner.waitLines(t, 1)
+		if err := runner.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		tr.add("held while the command runs", runTool(t, tl.bin, tl.m, s("get", "--prefix", "--keys-only", "L3")))
+		if err := os.WriteFile(filepath.Join(tl.m.scratch, "go-on"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr.add("interrupted runner", runner.wait(t))
+		tr.add("released", runTool(t, tl.bin, tl.m, s("get", "--prefix", "--keys-only", "L3")))
 	})
 }
 
