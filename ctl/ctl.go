@@ -129,6 +129,8 @@ type opts struct {
 	newUserPassword                                              string
 	mirror                                                       mirrorOpts // make-mirror
 	check                                                        checkOpts  // check perf, check datascale
+	ttl                                                          int        // lock, elect
+	listen                                                       bool       // elect -l
 }
 
 // cmdCtx is what a command's run sees.
