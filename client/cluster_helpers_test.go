@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,5 +190,15 @@ func addLearner(t *testing.T, c *Client, ms []*testMember) *testMember {
 	tm := &testMember{t: t, cfg: cfg, url: clientURL.String(), m: m}
 	t.Cleanup(tm.stop)
 	tm.waitReady()
+	// Until the learner publishes its client URLs the member list shows
+	// none, and excluding it from a sync would prove nothing.
+	waitUntil(t, "learner publishes its client URLs", func() bool {
+		for _, mb := range must(c.MemberList(testCtx(t))).Members {
+			if mb.IsLearner && slices.Contains(mb.ClientURLs, tm.url) {
+				return true
+			}
+		}
+		return false
+	})
 	return tm
 }

@@ -215,3 +215,47 @@ func followerOf(ctx context.Context, t *testing.T, c *Client, ms []*testMember) 
 	t.Fatal("every member leads")
 	return -1
 }
+
+// TestLearnerEndpointsExcluded lists a learner first: the health check
+// must take it out of the balanced endpoints, and no KV request may reach
+// it while requests succeed on the voters.
+func TestLearnerEndpointsExcluded(t *testing.T) {
+	ms := startCluster(t, 3)
+	learner := addLearner(t, newClient(t, urls(ms)...), ms)
+	var log callLog
+	c, err := New(Config{
+		Endpoints:   append([]string{learner.url}, urls(ms)...),
+		DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond,
+		DialOptions: log.dialOptions(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitUntil(t, "learner left out", func() bool { return !slices.Contains(c.usableEndpoints(), learner.url) })
+	ctx := testCtx(t)
+	for i := range 20 {
+		must(c.Put(ctx, "k", fmt.Sprint(i)))
+		must(c.Get(ctx, "k"))
+	}
+	if n := log.servedBy("/etcdserverpb.KV/", learner.url); n != 0 {
+		t.Errorf("learner served %d KV requests", n)
+	}
+	// The log does see the learner: the health check asks it.
+	if log.servedBy("/etcdserverpb.Maintenance/Status", learner.url) == 0 {
+		t.Error("no Status request reached the learner")
+	}
+}
+
+// waitUntil polls cond; readyTimeout only keeps a broken client from
+// hanging the test.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
