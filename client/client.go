@@ -52,8 +52,12 @@ type Client struct {
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup // background loops (auto sync)
 
+	// mu guards the endpoints and serialises resolver updates, so that a
+	// health check never hands gRPC a list older than SetEndpoints'.
 	mu        sync.RWMutex
 	endpoints []endpoint
+	usable    []endpoint // the endpoints gRPC balances over
+	epGen     uint64     // bumped by SetEndpoints
 
 	closeOnce sync.Once
 }
@@ -68,7 +72,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, lg: cfg.Logger, endpoints: eps}
+	c := &Client{cfg: cfg, lg: cfg.Logger, endpoints: eps, usable: eps}
 	c.ctx, c.cancel = context.WithCancel(cfg.Context)
 	c.resolver = manual.NewBuilderWithScheme(fmt.Sprintf("cairn%d", schemeSeq.Add(1)))
 	c.resolver.InitialState(resolverState(eps))
@@ -205,10 +209,23 @@ func (c *Client) SetEndpoints(raws ...string) error {
 		return err
 	}
 	c.mu.Lock()
-	c.endpoints = eps
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.endpoints, c.usable = eps, eps
+	c.epGen++
 	c.resolver.UpdateState(resolverState(eps))
 	return nil
+}
+
+// usableEndpoints are the endpoints requests are balanced over: all of
+// them, less those the health check steers requests off.
+func (c *Client) usableEndpoints() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, len(c.usable))
+	for i, ep := range c.usable {
+		out[i] = ep.raw
+	}
+	return out
 }
 
 // Sync sets the endpoints to the client URLs of the cluster's voting

@@ -74,7 +74,9 @@ type Config struct {
 	// this interval and sends requests only to endpoints that are voters,
 	// know a leader and keep up with the cluster's raft index: a member
 	// partitioned from the quorum, or a learner, gets no requests while
-	// others are usable.
+	// others are usable. Reads then also require a leader (see
+	// WithRequireLeader): one sent to a leaderless member before the check
+	// noticed fails at once and is retried on another.
 	HealthCheckInterval time.Duration
 
 	// Context is the parent of the client's context: canceling it stops

@@ -64,16 +64,30 @@ func (c *Client) healthCheck() {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
-			c.mu.RLock()
-			eps := c.endpoints
-			c.mu.RUnlock()
-			use := hs.usable(eps, c.checkAll(eps))
-			if len(use) != len(eps) {
-				c.lg.Info("steering requests off unhealthy endpoints", zap.Int("usable", len(use)), zap.Int("endpoints", len(eps)))
-			}
-			c.resolver.UpdateState(resolverState(use))
+			c.checkHealth(&hs)
 		}
 	}
+}
+
+// checkHealth runs one health check and hands gRPC the usable endpoints,
+// unless SetEndpoints replaced the endpoints meanwhile: the check's verdict
+// is then about a list no longer in use.
+func (c *Client) checkHealth(hs *healthState) {
+	c.mu.RLock()
+	eps, gen := c.endpoints, c.epGen
+	c.mu.RUnlock()
+	health := c.checkAll(eps)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.epGen {
+		return
+	}
+	use := hs.usable(eps, health)
+	if len(use) != len(eps) {
+		c.lg.Info("steering requests off unhealthy endpoints", zap.Int("usable", len(use)), zap.Int("endpoints", len(eps)))
+	}
+	c.usable = use
+	c.resolver.UpdateState(resolverState(use))
 }
 
 // checkAll asks every endpoint for its Status, in parallel.

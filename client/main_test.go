@@ -45,8 +45,16 @@ func startCluster(t *testing.T, n int) []*testMember { return startClusterWith(t
 // member's config (nil: none).
 func startClusterWith(t *testing.T, n int, configure func(*config.Config)) []*testMember {
 	t.Helper()
+	return startClusterVia(t, n, configure, nil)
+}
+
+// startClusterVia is startClusterWith where member i advertises
+// advertise(i, listen) as its peer URL while listening on listen (nil: the
+// listen URL), so that peer traffic can pass through a test proxy.
+func startClusterVia(t *testing.T, n int, configure func(*config.Config), advertise func(i int, listen url.URL) url.URL) []*testMember {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		members, err := tryStartCluster(t, n, configure)
+		members, err := tryStartCluster(t, n, configure, advertise)
 		if err == nil {
 			for _, tm := range members {
 				t.Cleanup(tm.stop)
@@ -64,22 +72,26 @@ func startClusterWith(t *testing.T, n int, configure func(*config.Config)) []*te
 
 // tryStartCluster starts n members on fresh ports; on an error it stops the
 // ones it started.
-func tryStartCluster(t *testing.T, n int, configure func(*config.Config)) ([]*testMember, error) {
+func tryStartCluster(t *testing.T, n int, configure func(*config.Config), advertise func(int, url.URL) url.URL) ([]*testMember, error) {
 	members := make([]*testMember, n)
 	var initial []string
 	for i := range members {
 		clientURL, peerURL := freeURL(t), freeURL(t)
+		advertised := peerURL
+		if advertise != nil {
+			advertised = advertise(i, peerURL)
+		}
 		cfg := config.NewConfig()
 		cfg.Name = fmt.Sprintf("m%d", i)
 		cfg.Dir = t.TempDir()
 		cfg.TickMs, cfg.ElectionMs = 10, 100
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{advertised}
 		if configure != nil {
 			configure(cfg)
 		}
 		members[i] = &testMember{t: t, cfg: cfg, url: clientURL.String()}
-		initial = append(initial, cfg.Name+"="+peerURL.String())
+		initial = append(initial, cfg.Name+"="+advertised.String())
 	}
 	for i, tm := range members {
 		tm.cfg.InitialCluster = strings.Join(initial, ",")

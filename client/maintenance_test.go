@@ -2,7 +2,9 @@ package client
 
 import (
 	"io"
+	"slices"
 	"testing"
+	"time"
 )
 
 func TestClusterAndMaintenance(t *testing.T) {
@@ -37,15 +39,32 @@ func TestClusterAndMaintenance(t *testing.T) {
 	}
 }
 
+// TestSyncEndpoints syncs the endpoints from the member list, by hand and
+// with AutoSyncInterval: they become the voters' client URLs, without the
+// learner's.
 func TestSyncEndpoints(t *testing.T) {
 	ms := startCluster(t, 3)
 	c := newClient(t, ms[0].url)
+	learner := addLearner(t, c, ms)
+	voters := urls(ms)
+	slices.Sort(voters)
+	sorted := func(eps []string) []string { return slices.Sorted(slices.Values(eps)) }
 	if err := c.Sync(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Endpoints(); len(got) != 3 {
-		t.Errorf("endpoints after sync: %v", got)
+	if got := sorted(c.Endpoints()); !slices.Equal(got, voters) {
+		t.Errorf("endpoints after sync: %v, want %v (learner %s)", got, voters, learner.url)
+	}
+	auto, err := New(Config{Endpoints: []string{ms[0].url}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auto.Close()
+	waitUntil(t, "auto sync", func() bool { return len(auto.Endpoints()) > 1 })
+	if got := sorted(auto.Endpoints()); !slices.Equal(got, voters) {
+		t.Errorf("endpoints after auto sync: %v, want %v (learner %s)", got, voters, learner.url)
 	}
 	ms[0].stop()
-	must(c.Get(testCtx(t), "k")) // served by the synced endpoints
+	must(c.Get(testCtx(t), "k"))    // served by the synced endpoints
+	must(auto.Get(testCtx(t), "k")) // and by the auto-synced ones
 }

@@ -56,6 +56,7 @@ func isRepeatable(method string, opts []grpc.CallOption) bool {
 func (c *Client) unaryRetry(ctx context.Context, method string, req, reply any,
 	cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	repeatable := isRepeatable(method, opts)
+	ctx = c.requireLeaderForReads(ctx, method, repeatable)
 	reauthenticated := false
 	for attempt := 0; ; attempt++ {
 		token := c.tokens.current()
@@ -93,6 +94,7 @@ func (c *Client) unaryRetry(ctx context.Context, method string, req, reply any,
 func (c *Client) streamRetry(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
 	method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	repeatable := isRepeatable(method, opts)
+	ctx = c.requireLeaderForReads(ctx, method, repeatable)
 	for attempt := 0; ; attempt++ {
 		token := c.tokens.current()
 		s, err := streamer(attachToken(ctx, method, token), desc, cc, method, opts...)
@@ -108,6 +110,24 @@ func (c *Client) streamRetry(ctx context.Context, desc *grpc.StreamDesc, cc *grp
 			return nil, err
 		}
 	}
+}
+
+// requireLeaderForReads makes a health-checking client's reads fail fast
+// with "etcdserver: no leader" on a member that lost its leader, instead of
+// waiting out the server's request timeout there: the health check only
+// steers new requests off such a member, and a read is retried elsewhere.
+func (c *Client) requireLeaderForReads(ctx context.Context, method string, repeatable bool) context.Context {
+	if c.cfg.HealthCheckInterval <= 0 || !repeatable || !readMethods[method] {
+		return ctx
+	}
+	return WithRequireLeader(ctx)
+}
+
+// readMethods read keys; a Txn only when it is a read-only (repeatable) one.
+var readMethods = map[string]bool{
+	"/etcdserverpb.KV/Range":       true,
+	"/etcdserverpb.KV/RangeStream": true,
+	"/etcdserverpb.KV/Txn":         true,
 }
 
 func (c *Client) shouldRetry(ctx context.Context, err error, repeatable bool, attempt int) bool {
