@@ -129,6 +129,8 @@ func encodeValue(v any) (string, error) {
 		return fmt.Sprintf("uint64(%d)", v), nil
 	case uint32:
 		return fmt.Sprintf("uint32(%d)", v), nil
+	case byte:
+		return fmt.Sprintf("byte(%q)", v), nil
 	}
 	return "", fmt.Errorf("fuzztest: unsupported type %T", v)
 }

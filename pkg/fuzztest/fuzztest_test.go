@@ -11,6 +11,7 @@ func TestEncode(t *testing.T) {
 		{"bytes", []any{[]byte("a\x00\xff")}, "go test fuzz v1\n[]byte(\"a\\x00\\xff\")\n"},
 		{"mixed", []any{"k", true, int64(-3), uint64(7), uint32(9), 2},
 			"go test fuzz v1\nstring(\"k\")\nbool(true)\nint64(-3)\nuint64(7)\nuint32(9)\nint(2)\n"},
+		{"byte", []any{byte(3), byte('a')}, "go test fuzz v1\nbyte('\\x03')\nbyte('a')\n"},
 		{"none", nil, "go test fuzz v1\n"},
 	}
 	for _, tt := range tests {

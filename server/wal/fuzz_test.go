@@ -192,7 +192,7 @@ func recordsFromOps(ops []byte) []walpb.Record {
 // their Crc, and returns the segment and the end offset of every frame.
 func encodeRecords(t *testing.T, prevCrc uint32, recs []walpb.Record) ([]byte, []int64) {
 	t.Helper()
-	file, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	file, err := os.Create(filepath.Join(fuzztest.ScratchDir(t), "seg"))
 	if err != nil {
 		t.Fatal(err)
 	}
