@@ -24,5 +24,18 @@ go test -race -count=1 -p 1 $(go list ./... | grep -v /tests/)
 # The failpoint registry exists only under its build tag.
 go test -race -count=1 -tags failpoints ./pkg/failpoint
 
+# Each fuzz target runs briefly beyond its committed seed corpus (which the
+# unit tests above already ran). Go fuzzes one target per invocation.
+# FUZZTIME=10m ./scripts/test.sh fuzzes longer.
+echo "== fuzz targets (${FUZZTIME:-4s} each)"
+grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' server pkg client |
+  sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+).*#\1 \2#' | sort |
+  while read -r dir target; do
+    if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 10s -parallel 1 "./$dir" 2>&1); then
+      echo "$out"; echo "FAIL $target ./$dir (the failing input is under ./$dir/testdata/fuzz/$target)"; exit 1
+    fi
+    echo "ok   $target ./$dir"
+  done
+
 echo "== e2e and compatibility tests (real processes; one package at a time)"
 go test -race -count=1 $short -p 1 -timeout 20m ./tests/...

@@ -97,9 +97,20 @@ func checkReadRevision(ctx context.Context, rv mvcc.ReadView, r *pb.RangeRequest
 		return nil
 	case r.Revision > rv.Rev():
 		return errs.ErrFutureRev
-	case r.Revision < rv.FirstRev():
+	case r.Revision < etcdFirstRev(rv):
 		return errs.ErrCompacted
 	}
 	_, err := rv.Range(ctx, r.Key, rangeEnd(r.RangeEnd), mvcc.RangeOptions{Rev: r.Revision, Count: true})
 	return err
+}
+
+// etcdFirstRev is the bound etcd checks Txn reads against: its compacted
+// revision, which is -1 until the first compaction (mvcc's FirstRev says 0
+// then). So before any compaction a Txn may read at revision -1, which
+// means the current revision, while -2 and below are "compacted".
+func etcdFirstRev(rv mvcc.ReadView) int64 {
+	if first := rv.FirstRev(); first != 0 {
+		return first
+	}
+	return -1
 }

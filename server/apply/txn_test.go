@@ -398,3 +398,44 @@ func TestTxnReadOnlyAndNoChange(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnNegativeReadRevision: etcd checks a Txn's reads against its
+// compacted revision, -1 before the first compaction. So until then a read
+// at revision -1 passes and reads the current revision, and only -2 and
+// below are "compacted"; after a compaction every negative revision is.
+// (Found by FuzzKVRequest.)
+func TestTxnNegativeReadRevision(t *testing.T) {
+	tests := []struct {
+		name      string
+		compactAt int64 // 0: never compacted
+		rev       int64
+		wantErr   error
+	}{
+		{"-1 before any compaction", 0, -1, nil},
+		{"-2 before any compaction", 0, -2, errs.ErrCompacted},
+		{"-1 after a compaction", 3, -1, errs.ErrCompacted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := txnFixture(t)
+			if tt.compactAt != 0 {
+				res := e.apply(&pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: tt.compactAt}})
+				if res.Err != nil {
+					t.Fatal(res.Err)
+				}
+				<-res.Physc
+			}
+			res := e.apply(txnReq(&pb.TxnRequest{Success: []*pb.RequestOp{opRange(&pb.RangeRequest{Key: []byte("a"), Revision: tt.rev})}}))
+			if !errors.Is(res.Err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", res.Err, tt.wantErr)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			kvs := res.Resp.(*pb.TxnResponse).Responses[0].GetResponseRange().GetKvs()
+			if want := e.get(t, "a"); len(kvs) != 1 || kvs[0].ModRevision != want.ModRevision {
+				t.Errorf("read %v, want the current %v", kvs, want)
+			}
+		})
+	}
+}

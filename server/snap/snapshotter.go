@@ -132,6 +132,13 @@ func Read(path string) (*raftpb.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeSnapFile(b)
+}
+
+// decodeSnapFile checks and decodes the content of a snap file. Any bytes
+// give a snapshot or an error, never a panic: a damaged file is set aside
+// by the caller, not trusted.
+func decodeSnapFile(b []byte) (*raftpb.Snapshot, error) {
 	if len(b) == 0 {
 		return nil, ErrEmptySnapshot
 	}
