@@ -57,45 +57,61 @@ func corruptValue(t *testing.T, dataDir, key string) {
 	}))
 }
 
-// corruptFollower writes some keys, then stops a follower, corrupts its db
-// and returns its index. The follower is not restarted.
-func corruptFollower(t *testing.T, c *cluster) int {
+// corruptMember writes some keys, then stops member victim, once it has
+// applied them, and corrupts its db. The member is not restarted.
+func corruptMember(t *testing.T, c *cluster, victim int) {
 	t.Helper()
 	for i := range 5 {
 		mustPut(t, c.clients[0], fmt.Sprintf("k%d", i), "v")
 	}
 	mustPut(t, c.clients[0], corruptedKey, "good")
-	leader := c.waitLeader(c.all()...)
-	victim := (leader + 1) % len(c.members)
-	c.syncRead(t, victim) // it has applied every write
-	must(t, c.members[victim].stop())
+	c.syncRead(t, victim)
+	must(t, gracefulExit(c.members[victim].stop()))
 	corruptValue(t, c.members[victim].dataDir, corruptedKey)
-	return victim
 }
 
 // TestInitialCorruptCheckRefusesToStart: with InitialCorruptCheck, a member
 // whose data differs from its peers' at its revision refuses to start with
-// etcd's error, before serving anything.
+// etcd's error, before serving anything. In mixed clusters cairn and etcd
+// answer each other's /members/hashkv requests.
 func TestInitialCorruptCheckRefusesToStart(t *testing.T) {
-	c := startCluster(t, clusterOpts{args: []string{"--feature-gates=InitialCorruptCheck=true"}})
-	victim := corruptFollower(t, c)
-	m := c.members[victim]
+	const victim = 1
+	tests := []struct {
+		name string
+		etcd int // index of the member that runs etcd, -1 for none
+	}{
+		{"cairn", -1},
+		{"cairn member with an etcd peer", 2},
+		{"etcd member with cairn peers", victim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bins := map[int]string{}
+			if tt.etcd >= 0 {
+				bins[tt.etcd] = etcdBinary(t)
+			}
+			c := startCluster(t, clusterOpts{args: []string{"--feature-gates=InitialCorruptCheck=true"}, bins: bins})
+			corruptMember(t, c, victim)
+			m := c.members[victim]
 
-	runCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(runCtx, m.binary(), m.args...).CombinedOutput()
-	if runCtx.Err() != nil {
-		t.Fatalf("corrupted member did not stop within %v:\n%s", startTimeout, out)
-	}
-	if err == nil {
-		t.Fatalf("corrupted member started:\n%s", out)
-	}
-	want := fmt.Sprintf("%x found data inconsistency with peers", c.ids[victim])
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "found different hash values from remote peer") {
-		t.Fatalf("output lacks %q and etcd's warning:\n%s", want, out)
-	}
-	if strings.Contains(string(out), readyLine) {
-		t.Fatalf("corrupted member served:\n%s", out)
+			runCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			defer cancel()
+			out, err := exec.CommandContext(runCtx, m.binary(), m.args...).CombinedOutput()
+			if runCtx.Err() != nil {
+				t.Fatalf("corrupted member did not stop within %v:\n%s", startTimeout, out)
+			}
+			if err == nil || strings.Contains(string(out), readyLine) {
+				t.Fatalf("corrupted member started:\n%s", out)
+			}
+			want := fmt.Sprintf("%x found data inconsistency with peers", c.ids[victim])
+			if !strings.Contains(string(out), want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
+			// Both peers answered, and both disagree.
+			if n := strings.Count(string(out), "found different hash values from remote peer"); n != 2 {
+				t.Fatalf("%d peers reported a different hash, want 2:\n%s", n, out)
+			}
+		})
 	}
 }
 
@@ -121,7 +137,8 @@ func TestCorruptionAlarm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startCluster(t, clusterOpts{args: tt.args})
-			victim := corruptFollower(t, c)
+			const victim = 1
+			corruptMember(t, c, victim)
 			c.members[victim].restart()
 			tt.afterRestart(t, c)
 
