@@ -3,6 +3,7 @@ package mvcc
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -20,7 +21,7 @@ func TestCompactionStoresHash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("HashByRev(%d) before compaction: %v", rev, err)
 		}
-		<-mustCompact(t, s, rev)
+		waitCompaction(t, mustCompact(t, s, rev))
 		want = append(want, before)
 
 		got := s.Hashes()
@@ -44,7 +45,7 @@ func TestCompactionHashesAreBounded(t *testing.T) {
 		s.Put([]byte("k"), []byte(fmt.Sprint(i)), 0)
 	}
 	for rev := int64(2); rev <= 15; rev++ {
-		<-mustCompact(t, s, rev)
+		waitCompaction(t, mustCompact(t, s, rev))
 	}
 	got := s.Hashes()
 	if len(got) != maxCompactionHashes || got[0].Revision != 6 || got[len(got)-1].Revision != 15 {
@@ -54,19 +55,37 @@ func TestCompactionHashesAreBounded(t *testing.T) {
 
 // TestResumedCompactionStoresNoHash checks etcd's rule: a compaction
 // scheduled while the previous one had not finished (here: resumed after a
-// restart) does not store its hash.
+// restart) does not store its hash; the next one does again.
 func TestResumedCompactionStoresNoHash(t *testing.T) {
 	s, b, path := newTestStore(t, testConfig)
 	buildHistory(s)
-	<-mustCompact(t, s, 3)
+	waitCompaction(t, mustCompact(t, s, 3))
 	tx := b.BatchTx()
 	tx.Lock()
 	putRevMeta(tx, backend.MetaScheduledCompactRev, 6)
 	tx.Unlock()
 
-	s, _ = reopen(t, s, b, path, testConfig)
-	<-mustCompact(t, s, 7) // queued behind the resumed compaction at 6
+	s, b = reopen(t, s, b, path, testConfig)
+	deadline := time.Now().Add(10 * time.Second)
+	for finishedCompactRev(b) != 6 {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed compaction did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if got := s.Hashes(); len(got) != 0 {
 		t.Fatalf("Hashes() after a resumed compaction = %+v, want none", got)
 	}
+	waitCompaction(t, mustCompact(t, s, 7))
+	if got := s.Hashes(); len(got) != 1 || got[0].Revision != 7 || got[0].CompactRevision != 6 {
+		t.Fatalf("Hashes() after the next compaction = %+v, want one at 7 relative to 6", got)
+	}
+}
+
+func finishedCompactRev(b backend.Backend) int64 {
+	tx := b.ReadTx()
+	tx.RLock()
+	defer tx.RUnlock()
+	rev, _ := readRevMeta(tx, backend.MetaFinishedCompactRev)
+	return rev
 }
