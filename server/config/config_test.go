@@ -129,6 +129,17 @@ func TestFlagForms(t *testing.T) {
 			}, true},
 		{"all alpha off", []string{"--feature-gates=AllAlpha=false"},
 			func(c *Config) any { return c.FeatureEnabled("LeaseCheckpoint") }, false},
+		{"corruption checks", []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"},
+			func(c *Config) any {
+				return c.FeatureEnabled("InitialCorruptCheck") && c.FeatureEnabled("CompactHashCheck")
+			}, true},
+		{"corruption checks off by default", nil,
+			func(c *Config) any {
+				return c.FeatureEnabled("InitialCorruptCheck") || c.FeatureEnabled("CompactHashCheck") || c.CorruptCheckTime != 0
+			}, false},
+		{"corrupt check time", []string{"--corrupt-check-time=3s"}, func(c *Config) any { return c.CorruptCheckTime }, 3 * time.Second},
+		{"compact hash check time default", nil, func(c *Config) any { return c.CompactHashCheckTime }, time.Minute},
+		{"compact hash check time", []string{"--compact-hash-check-time=10s"}, func(c *Config) any { return c.CompactHashCheckTime }, 10 * time.Second},
 		{"lease checkpoint interval default", nil, func(c *Config) any { return c.LeaseCheckpointInterval }, 5 * time.Minute},
 		{"lease checkpoint interval", []string{"--experimental-lease-checkpoint-interval=1s"}, func(c *Config) any { return c.LeaseCheckpointInterval }, time.Second},
 	}
@@ -163,7 +174,8 @@ func TestParseErrors(t *testing.T) {
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
 		{"unsupported", []string{"--socket-reuse-port"}, nil, "cairn: --socket-reuse-port is not supported yet", false},
 		{"unsupported via env", nil, []string{"ETCD_SOCKET_REUSE_ADDRESS=true"}, "cairn: --socket-reuse-address is not supported yet", false},
-		{"unsupported gate", []string{"--feature-gates=InitialCorruptCheck=true"}, nil, "cairn: --feature-gates=InitialCorruptCheck is not supported yet", false},
+		{"unsupported gate", []string{"--feature-gates=StopGRPCServiceOnDefrag=true"}, nil, "cairn: --feature-gates=StopGRPCServiceOnDefrag is not supported yet", false},
+		{"zero compact hash check time", []string{"--compact-hash-check-time=0s"}, nil, "--compact-hash-check-time must be >0 (set to 0s)", false},
 		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},
 		{"proxy fallback", []string{"--discovery-fallback=proxy"}, nil, `v2 proxy is deprecated, and --discovery-fallback can't be configured as "proxy"`, false},

@@ -31,10 +31,13 @@ var harmlessFeatureGates = map[string]bool{
 // through raft. LeaseCheckpointPersist: cairn, like etcd at cluster
 // version 3.6 and later, always stores applied checkpoints in the lease
 // bucket, so the gate changes nothing but is accepted (etcd requires
-// LeaseCheckpoint with it; see validateMisc).
+// LeaseCheckpoint with it; see validateMisc). InitialCorruptCheck and
+// CompactHashCheck: etcd's corruption checks (server/etcdserver/corrupt.go).
 var honouredFeatureGates = map[string]bool{
 	"LeaseCheckpoint":        true,
 	"LeaseCheckpointPersist": true,
+	"InitialCorruptCheck":    true,
+	"CompactHashCheck":       true,
 }
 
 // cairnGateDefault is a gate's default where cairn's differs from etcd's

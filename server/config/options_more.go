@@ -106,9 +106,9 @@ var otherOptions = []option{
 	// Features and tuning.
 	{name: "feature-gates", section: secFeature, field: gates(func(c *Config) *map[string]bool { return &c.FeatureGates }),
 		help: "Comma-separated Gate=true|false pairs."},
-	{name: "corrupt-check-time", section: secFeature, field: duration(func(c *Config) *time.Duration { return &c.CorruptCheckTime }),
+	{name: "corrupt-check-time", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.CorruptCheckTime }),
 		help: "Interval between cluster corruption checks."},
-	{name: "compact-hash-check-time", section: secFeature, field: duration(func(c *Config) *time.Duration { return &c.CompactHashCheckTime }),
+	{name: "compact-hash-check-time", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.CompactHashCheckTime }),
 		help: "Interval between leader checks of followers' compaction hashes."},
 	{name: "compaction-batch-limit", section: secFeature, supported: true, field: intRef(func(c *Config) *int { return &c.CompactionBatchLimit }),
 		help: "Most revisions deleted per compaction batch. Tuning only."},

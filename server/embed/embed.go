@@ -108,6 +108,18 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		extra.close()
 		return nil, err
 	}
+	if ecfg.InitialCorruptCheck {
+		// Before the member serves anything, as etcd: a member whose data
+		// differs from its peers' must not answer a single request.
+		if err := srv.CheckInitialHashKV(); err != nil {
+			lg.Error("checkInitialHashKV failed", zap.Error(err))
+			srv.Stop()
+			closeAll(clientLns)
+			closeAll(peerLns)
+			extra.close()
+			return nil, err
+		}
+	}
 	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
 	srv.Start()
 	setupMetrics(cfg)
@@ -228,6 +240,8 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		LearnerAutoPromote: cfg.LearnerAutoPromote, LearnerAutoPromoteAfter: cfg.LearnerAutoPromoteAfter, StandbyFailoverAfter: cfg.StandbyFailoverAfter,
 		LearnerNoAutoPromote: cfg.LearnerNoAutoPromote, MemberAddAsLearner: cfg.MemberAddAsLearner, LearnerReadOnly: cfg.LearnerReadOnly,
 		LeaseCheckpoint: cfg.FeatureEnabled("LeaseCheckpoint"), LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		InitialCorruptCheck: cfg.FeatureEnabled("InitialCorruptCheck"), CorruptCheckTime: cfg.CorruptCheckTime,
+		CompactHashCheck: cfg.FeatureEnabled("CompactHashCheck"), CompactHashCheckTime: cfg.CompactHashCheckTime,
 		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries,
 		MaxSnapFiles: cfg.MaxSnapFiles, MaxWALFiles: cfg.MaxWalFiles,
 		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,

@@ -69,6 +69,17 @@ type Config struct {
 	LeaseCheckpoint         bool
 	LeaseCheckpointInterval time.Duration
 
+	// Corruption detection (corrupt.go). InitialCorruptCheck (feature gate
+	// InitialCorruptCheck) makes CheckInitialHashKV compare hashes with the
+	// peers; CorruptCheckTime (--corrupt-check-time, 0 = off) is the
+	// leader's periodic check; CompactHashCheck (feature gate
+	// CompactHashCheck) turns on the leader's compaction hash check every
+	// CompactHashCheckTime (--compact-hash-check-time; 0 = 1 min).
+	InitialCorruptCheck  bool
+	CorruptCheckTime     time.Duration
+	CompactHashCheck     bool
+	CompactHashCheckTime time.Duration
+
 	QuotaBackendBytes    int64
 	MaxRequestBytes      uint
 	BackendBatchInterval time.Duration
@@ -129,6 +140,13 @@ func (c *Config) versionMonitorInterval() time.Duration {
 		return c.VersionMonitorInterval
 	}
 	return monitorVersionInterval
+}
+
+func (c *Config) compactHashCheckTime() time.Duration {
+	if c.CompactHashCheckTime > 0 {
+		return c.CompactHashCheckTime
+	}
+	return time.Minute
 }
 
 func (c *Config) tickInterval() time.Duration { return time.Duration(c.TickMs) * time.Millisecond }

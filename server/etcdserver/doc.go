@@ -32,4 +32,10 @@
 // backend, writes a raft snapshot (.snap file plus a WAL marker), compacts
 // raft's in-memory log keeping --snapshot-catchup-entries, and purges old WAL
 // and snap files beyond --max-wals/--max-snapshots.
+//
+// Corruption. Members compare HashKV with each other (corrupt.go): before
+// serving (feature gate InitialCorruptCheck, the member refuses to start on
+// a mismatch), and periodically while leading (--corrupt-check-time and the
+// compaction hash check, which raise a CORRUPT alarm through raft). Peers
+// answer on /members/hashkv, etcd's peer endpoint.
 package etcdserver

@@ -89,13 +89,15 @@ func (s *Server) members() []*membership.Member {
 	return ms
 }
 
-// PeerHandler serves the peer URLs: raft traffic, /members and /version.
+// PeerHandler serves the peer URLs: raft traffic, /members, /members/hashkv
+// and /version.
 func (s *Server) PeerHandler() http.Handler {
 	mux := http.NewServeMux()
 	raftHandler := s.transport.Handler()
 	mux.Handle("/raft", raftHandler)
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
+	mux.HandleFunc(peerHashKVPath, s.serveHashKV)
 	mux.HandleFunc(promotePath, s.servePromote)
 	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
 	mux.HandleFunc(leasesPath, s.serveLeaseRenew)

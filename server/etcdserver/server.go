@@ -73,6 +73,8 @@ type Server struct {
 
 	reads readBarrier
 
+	corruption *corruptionChecker // the corruption checks (corrupt.go)
+
 	readyc   chan struct{}
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -102,6 +104,7 @@ func New(cfg *Config) (*Server, error) {
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
 	s.reads.init()
+	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s}}
 	if b.snapshot != nil {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
 		s.setConfState(b.snapshot.GetMetadata().GetConfState())
@@ -201,6 +204,8 @@ func (s *Server) Start() {
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
 	s.goAttach(s.autoPromoteLoop)
+	s.goAttach(s.monitorKVHash)
+	s.goAttach(s.monitorCompactHash)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}

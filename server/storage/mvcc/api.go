@@ -84,7 +84,9 @@ type KV interface {
 	// Errors: errs.ErrCompacted if rev <= compacted revision, errs.ErrFutureRev
 	// if rev > current revision.
 	Compact(rev int64) (<-chan struct{}, error)
-	// HashByRev hashes the key space as etcd's HashKV does, at rev (0 = current).
+	// HashByRev hashes the key space as etcd's HashKV does, at rev (0 =
+	// current); a recent compaction's revision is answered with the hash
+	// that compaction computed.
 	HashByRev(rev int64) (KeyValueHash, int64, error)
 	// Close stops background work.
 	Close() error

@@ -38,6 +38,7 @@ func (s *Store) compactLocked(rev int64) (<-chan struct{}, error) {
 
 	tx := s.b.BatchTx()
 	tx.Lock()
+	prevFinished := previousCompactionFinished(tx)
 	putRevMeta(tx, backend.MetaScheduledCompactRev, rev)
 	tx.Unlock()
 	// etcd commits here; cairn leaves the commit to the member, so a crash
@@ -47,7 +48,17 @@ func (s *Store) compactLocked(rev int64) (<-chan struct{}, error) {
 	s.revMu.Lock()
 	s.compactMainRev = rev
 	s.revMu.Unlock()
-	return s.compactor.enqueue(rev), nil
+	return s.compactor.enqueue(compactionJob{rev: rev, prevRev: compacted, storeHash: prevFinished}), nil
+}
+
+// previousCompactionFinished reports whether the last scheduled compaction
+// (if any) has also finished. Only then does the next compaction's hash cover
+// every revision since the previous compacted one, and only then is it
+// stored (etcd's rule, see etcd issue 15919).
+func previousCompactionFinished(tx backend.UnsafeReader) bool {
+	scheduled, scheduledFound := readRevMeta(tx, backend.MetaScheduledCompactRev)
+	finished, finishedFound := readRevMeta(tx, backend.MetaFinishedCompactRev)
+	return scheduled == finished && scheduledFound == finishedFound
 }
 
 // compactor runs scheduled compactions one after the other, in order, on one
@@ -62,8 +73,10 @@ type compactor struct {
 }
 
 type compactionJob struct {
-	rev  int64
-	done chan struct{}
+	rev       int64
+	prevRev   int64 // the compacted revision before this one (-1 if none)
+	storeHash bool  // keep the hash this compaction computes (see Hashes)
+	done      chan struct{}
 }
 
 func newCompactor(s *Store) *compactor {
@@ -77,8 +90,8 @@ func newCompactor(s *Store) *compactor {
 	return c
 }
 
-func (c *compactor) enqueue(rev int64) <-chan struct{} {
-	job := compactionJob{rev: rev, done: make(chan struct{})}
+func (c *compactor) enqueue(job compactionJob) <-chan struct{} {
+	job.done = make(chan struct{})
 	c.mu.Lock()
 	c.queue = append(c.queue, job)
 	c.mu.Unlock()
@@ -109,8 +122,14 @@ func (c *compactor) run() {
 		case <-c.wake:
 		}
 		for job, ok := c.next(); ok; job, ok = c.next() {
-			if !c.s.physicalCompact(job.rev, c.quit) {
+			h, ok := c.s.physicalCompact(job.rev, job.prevRev, c.quit)
+			if !ok {
 				return
+			}
+			if job.storeHash {
+				c.s.hashes.store(c.s.lg, h)
+			} else {
+				c.s.lg.Info("previous compaction was interrupted, skip storing compaction hash value")
 			}
 			close(job.done)
 		}
@@ -127,23 +146,29 @@ func (c *compactor) stop() {
 // physicalCompact compacts the index at rev, then deletes every revision up to
 // rev that the index no longer needs, a batch at a time, releasing the batch
 // lock in between so writers keep going. It finally records rev as the
-// finished compaction. It returns false if quit interrupted it.
-func (s *Store) physicalCompact(rev int64, quit <-chan struct{}) bool {
+// finished compaction. On the way it hashes the entries it visits as
+// HashByRev(rev) would have before the compaction (prevRev being the
+// compacted revision then), and returns that hash; ok is false if quit
+// interrupted it.
+func (s *Store) physicalCompact(rev, prevRev int64, quit <-chan struct{}) (_ KeyValueHash, ok bool) {
 	start := time.Now()
 	keep := s.index.Compact(rev)
+	h := newKVHasher(prevRev, rev, keep)
 	from := RevToBytes(Revision{})
 	end := RevToBytes(Revision{Main: rev + 1})
 	deleted := 0
 	for {
-		n, next, finished := s.compactRound(rev, keep, from, end)
+		n, next, finished := s.compactRound(rev, keep, h, from, end)
 		deleted += n
 		if finished {
 			failpoint.Inject("compactAfterSetFinishedCompact")
+			sum := h.sum()
 			s.lg.Info("finished scheduled compaction",
 				zap.Int64("compact-revision", rev),
 				zap.Int("deleted-revisions", deleted),
-				zap.Duration("took", time.Since(start)))
-			return true
+				zap.Duration("took", time.Since(start)),
+				zap.Uint32("hash", sum.Hash))
+			return sum, true
 		}
 		from = next
 		// The round's deletes are in the uncommitted batch, as in etcd
@@ -154,23 +179,26 @@ func (s *Store) physicalCompact(rev int64, quit <-chan struct{}) bool {
 		case <-quit:
 			timer.Stop()
 			s.lg.Info("compaction interrupted", zap.Int64("compact-revision", rev))
-			return false
+			return KeyValueHash{}, false
 		case <-timer.C:
 		}
 	}
 }
 
 // compactRound deletes, under one batch lock, the superseded revisions among
-// the next CompactionBatchLimit entries from `from`. It returns how many it
-// deleted, where the next round starts and whether this was the last round
-// (then it has also stored the finished compaction revision).
-func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, from, end []byte) (deleted int, next []byte, finished bool) {
+// the next CompactionBatchLimit entries from `from`, hashing every entry
+// into h first. It returns how many it deleted, where the next round starts
+// and whether this was the last round (then it has also stored the finished
+// compaction revision).
+func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, h *kvHasher, from, end []byte) (deleted int, next []byte, finished bool) {
 	limit := s.cfg.CompactionBatchLimit
 	tx := s.b.BatchTx()
 	tx.Lock()
 	defer tx.Unlock()
-	keys, _ := tx.UnsafeRange(backend.BucketKey, from, end, int64(limit))
-	for _, k := range keys {
+	keys, vals := tx.UnsafeRange(backend.BucketKey, from, end, int64(limit))
+	for i, k := range keys {
+		// Hash before deleting: the value is bbolt's page memory.
+		h.write(k, vals[i])
 		if _, ok := keep[BytesToRev(k)]; !ok {
 			// The batch keeps the key by reference until the commit; do not
 			// hand it a slice of bbolt's page memory.

@@ -1,6 +1,8 @@
 // Package mvcc owns the multi-version key space of one member: revisions,
 // the in-memory key index, reads at any revision since the last compaction,
-// the single write transaction, compaction and the HashKV hash.
+// the single write transaction, compaction, the HashKV hash and the hashes
+// the recent compactions computed (compared between members to find
+// corruption).
 //
 // Every change is stored in the backend's "key" bucket under its revision
 // (8-byte big-endian main, '_', 8-byte big-endian sub, plus 't' for a

@@ -51,7 +51,8 @@ type Store struct {
 	compactMainRev int64 // revision of the last scheduled compaction; -1 if none
 
 	compactor *compactor
-	watch     *watchHub // the watchers; see NewWatchStream
+	hashes    compactionHashes // what the recent compactions computed
+	watch     *watchHub        // the watchers; see NewWatchStream
 	closeOnce sync.Once
 }
 

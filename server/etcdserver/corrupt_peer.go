@@ -1,0 +1,258 @@
+package etcdserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/peer"
+	"github.com/cairnkv/cairn/server/storage/mvcc"
+)
+
+// The member's side of corruption detection (see corrupt.go): the peer
+// endpoint that answers HashKV, the client that asks the peers, and the
+// leader's periodic loops.
+
+// peerHashKVPath is etcd's peer endpoint for HashKV. The request is a GET
+// whose body is the JSON of an etcdserverpb.HashKVRequest; the answer is the
+// JSON of a HashKVResponse whose header holds only the revision. cairn and
+// etcd members can check each other through it.
+const peerHashKVPath = "/members/hashkv"
+
+// serveHashKV answers peerHashKVPath as etcd does, statuses and error
+// bodies included: the client side (fetchPeerHashKV) recognises the
+// compacted and future revision errors by their text.
+func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path != peerHashKVPath {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	cid := strconv.FormatUint(s.clusterID, 16)
+	if got := r.Header.Get("X-Etcd-Cluster-ID"); got != "" && got != cid {
+		http.Error(w, peer.ErrClusterIDMismatch.Error(), http.StatusPreconditionFailed)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "error reading body", http.StatusBadRequest)
+		return
+	}
+	req := &pb.HashKVRequest{}
+	if err := json.Unmarshal(body, req); err != nil {
+		s.lg.Warn("failed to unmarshal request", zap.Error(err))
+		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
+		return
+	}
+	h, rev, err := s.hashByRev(req.Revision)
+	if err != nil {
+		s.lg.Warn("failed to get hashKV", zap.Int64("requested-revision", req.Revision), zap.Error(err))
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	out, err := json.Marshal(&pb.HashKVResponse{
+		Header: &pb.ResponseHeader{Revision: rev}, Hash: h.Hash,
+		CompactRevision: h.CompactRevision, HashRevision: h.Revision,
+	})
+	if err != nil {
+		s.lg.Warn("failed to marshal hashKV response", zap.Error(err))
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("X-Etcd-Cluster-ID", cid)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// fetchPeerHashKV asks the member at peerURL for HashKV at rev. The errors
+// etcd's checks tell apart come back as rpctypes.ErrCompacted,
+// ErrFutureRev and ErrClusterIDMismatch.
+func (s *Server) fetchPeerHashKV(ctx context.Context, peerURL string, rev int64) (*pb.HashKVResponse, error) {
+	body, err := json.Marshal(&pb.HashKVRequest{Revision: rev})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peerURL+peerHashKVPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Etcd-Cluster-ID", strconv.FormatUint(s.clusterID, 16))
+	resp, err := s.cfg.peerHTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusBadRequest && strings.Contains(string(b), errs.ErrCompacted.Error()):
+		return nil, rpctypes.ErrCompacted
+	case resp.StatusCode == http.StatusBadRequest && strings.Contains(string(b), errs.ErrFutureRev.Error()):
+		return nil, rpctypes.ErrFutureRev
+	case resp.StatusCode == http.StatusPreconditionFailed && strings.Contains(string(b), peer.ErrClusterIDMismatch.Error()):
+		return nil, rpctypes.ErrClusterIDMismatch
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("unknown error: %s", b)
+	}
+	out := &pb.HashKVResponse{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// peerHashes asks every other member for HashKV at rev, trying each of its
+// peer URLs until one answers.
+func (s *Server) peerHashes(rev int64) []peerHash {
+	var out []peerHash
+	for _, m := range s.members() {
+		if m.ID == s.id || len(m.PeerURLs) == 0 {
+			continue
+		}
+		p := peerHash{id: m.ID, urls: m.PeerURLs}
+		for _, u := range m.PeerURLs {
+			ctx, cancel := s.stopContext(s.cfg.requestTimeout())
+			p.resp, p.err = s.fetchPeerHashKV(ctx, u, rev)
+			cancel()
+			if p.err == nil {
+				break
+			}
+			s.lg.Warn("failed hash kv request", zap.String("local-member-id", idHex(s.id)),
+				zap.Int64("requested-revision", rev), zap.String("remote-peer-endpoint", u), zap.Error(p.err))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// stopContext returns a context that ends after timeout or when the member
+// stops, whichever comes first.
+func (s *Server) stopContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		select {
+		case <-s.stopc:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// hashByRev is the key space's HashByRev on the current stores.
+func (s *Server) hashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
+	if !s.rlockStores() {
+		return mvcc.KeyValueHash{}, 0, errs.ErrStopped
+	}
+	defer s.storeMu.RUnlock()
+	return s.kv.HashByRev(rev)
+}
+
+// triggerCorruptAlarm proposes a CORRUPT alarm for member id (0: the whole
+// cluster) without waiting for it.
+func (s *Server) triggerCorruptAlarm(id uint64) {
+	s.goAttach(func() {
+		ctx, cancel := s.stopContext(s.cfg.requestTimeout())
+		defer cancel()
+		a := &pb.AlarmRequest{MemberID: id, Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_CORRUPT}
+		if _, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
+			s.lg.Warn("failed to raise the CORRUPT alarm", zap.String("member-id", idHex(id)), zap.Error(err))
+		}
+	})
+}
+
+// memberHashes adapts the member to the checks' hashSource.
+type memberHashes struct{ s *Server }
+
+func (m memberHashes) HashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
+	return m.s.hashByRev(rev)
+}
+
+func (m memberHashes) Hashes() []mvcc.KeyValueHash {
+	if !m.s.rlockStores() {
+		return nil
+	}
+	defer m.s.storeMu.RUnlock()
+	return m.s.kv.Hashes()
+}
+
+func (m memberHashes) memberID() uint64                { return m.s.id }
+func (m memberHashes) reqTimeout() time.Duration       { return m.s.cfg.requestTimeout() }
+func (m memberHashes) peerHashes(rev int64) []peerHash { return m.s.peerHashes(rev) }
+func (m memberHashes) triggerCorruptAlarm(id uint64)   { m.s.triggerCorruptAlarm(id) }
+func (m memberHashes) linearizableReadNotify(ctx context.Context) error {
+	return m.s.linearizableReadNotify(ctx)
+}
+
+// CheckInitialHashKV is the initial corruption check (feature gate
+// InitialCorruptCheck): call it after New and before Start. It returns
+// "<member id> found data inconsistency with peers" when a peer at the
+// same compact revision hashes this member's revision differently.
+func (s *Server) CheckInitialHashKV() error {
+	return s.corruption.initialCheck()
+}
+
+// monitorKVHash runs the periodic check every --corrupt-check-time while
+// this member leads.
+func (s *Server) monitorKVHash() {
+	interval := s.cfg.CorruptCheckTime
+	if interval <= 0 {
+		return
+	}
+	s.lg.Info("enabled corruption checking", zap.String("local-member-id", idHex(s.id)), zap.Duration("interval", interval))
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stopc:
+			s.lg.Info("server has stopped; stopping kv hash's monitor")
+			return
+		case <-ticker.C:
+		}
+		if s.Leader() != s.id {
+			continue
+		}
+		if err := s.corruption.periodicCheck(); err != nil {
+			s.lg.Warn("failed to check hash KV", zap.Error(err))
+		}
+	}
+}
+
+// monitorCompactHash runs the compaction hash check every
+// --compact-hash-check-time while this member leads (feature gate
+// CompactHashCheck).
+func (s *Server) monitorCompactHash() {
+	if !s.cfg.CompactHashCheck {
+		return
+	}
+	for {
+		select {
+		case <-time.After(s.cfg.compactHashCheckTime()):
+		case <-s.stopc:
+			s.lg.Info("server has stopped; stopping compact hash's monitor")
+			return
+		}
+		if s.Leader() != s.id {
+			continue
+		}
+		s.corruption.compactHashCheck()
+	}
+}
