@@ -17,6 +17,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/auth"
+	"github.com/cairnkv/cairn/server/compactor"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/metrics"
@@ -73,6 +74,8 @@ type Server struct {
 
 	reads readBarrier
 
+	autoCompactor *compactor.Compactor // nil: auto compaction is off
+
 	readyc   chan struct{}
 	stopOnce sync.Once
 	stopc    chan struct{}
@@ -120,11 +123,21 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.node.SetLastPersisted(lastIndex)
+	if s.autoCompactor, err = s.newAutoCompactor(); err != nil {
+		s.transport.Stop()
+		s.closeBackendStores()
+		b.storage.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 func (s *Server) openStores(b *bootstrapped) error {
 	if err := s.openBackendStores(); err != nil {
+		return err
+	}
+	if err := s.maybeDefragBackend(); err != nil {
+		s.closeBackendStores()
 		return err
 	}
 	if b.snapshot == nil || s.consistentIdx >= b.snapshot.GetMetadata().GetIndex() {
@@ -199,6 +212,7 @@ func (s *Server) Start() {
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
 	s.goAttach(s.autoPromoteLoop)
+	s.goAttach(s.autoCompactLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}
