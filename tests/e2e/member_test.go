@@ -42,6 +42,8 @@ type memberOpts struct {
 	omitName, omitDataDir bool
 	// clusterName is the name used in --initial-cluster (default: name).
 	clusterName string
+	// bin is the executable (default: cairnBin), e.g. etcdBinary(t).
+	bin string
 }
 
 // member is one cairn process (and its restarts on the same data dir).
@@ -111,6 +113,7 @@ func startMember(t testing.TB, o memberOpts) *member {
 		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		env:       o.env,
 		logPath:   filepath.Join(t.TempDir(), o.name+".log"),
+		bin:       o.bin,
 	}
 	if o.clusterName == "" {
 		o.clusterName = o.name
