@@ -31,6 +31,9 @@ const (
 	DefaultListenClientURL      = "http://localhost:2379"
 	DefaultLogOutput            = "default"
 	maxElectionMs               = 50000
+	// MinRaftConnTimeout is the default and the least value of
+	// --raft-read-timeout and --raft-write-timeout.
+	MinRaftConnTimeout = 5 * time.Second
 )
 
 // TLSInfo holds one side's (client or peer) transport security settings.
@@ -243,8 +246,8 @@ func NewConfig() *Config {
 		GRPCKeepAliveMinTime:       5 * time.Second,
 		GRPCKeepAliveInterval:      2 * time.Hour,
 		GRPCKeepAliveTimeout:       20 * time.Second,
-		RaftReadTimeout:            5 * time.Second,
-		RaftWriteTimeout:           5 * time.Second,
+		RaftReadTimeout:            MinRaftConnTimeout,
+		RaftWriteTimeout:           MinRaftConnTimeout,
 
 		ListenPeerUrls:      mustURLs(DefaultListenPeerURL),
 		ListenClientUrls:    mustURLs(DefaultListenClientURL),

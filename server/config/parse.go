@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -98,10 +99,25 @@ func finishCommandLine(c *Config, fs *flag.FlagSet, env *environment) (*Config, 
 	if c.usesDiscovery() && !explicit["initial-cluster"] {
 		c.InitialCluster = ""
 	}
+	c.raiseRaftTimeouts()
 	if c.DiscoveryFallback == "proxy" {
 		return nil, errors.New(`v2 proxy is deprecated, and --discovery-fallback can't be configured as "proxy"`)
 	}
 	return finish(c, explicit)
+}
+
+// raiseRaftTimeouts lifts --raft-read-timeout and --raft-write-timeout to
+// their minimum, as etcd does with flags (they have no YAML key).
+func (c *Config) raiseRaftTimeouts() {
+	for _, t := range []struct {
+		name  string
+		value *time.Duration
+	}{{"raft-read-timeout", &c.RaftReadTimeout}, {"raft-write-timeout", &c.RaftWriteTimeout}} {
+		if *t.value < MinRaftConnTimeout {
+			*t.value = MinRaftConnTimeout
+			c.notice(zap.InfoLevel, fmt.Sprintf("%s increased to minimum value: %v", t.name, MinRaftConnTimeout))
+		}
+	}
 }
 
 func (c *Config) usesDiscovery() bool {

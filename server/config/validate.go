@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 
 	"github.com/cairnkv/cairn/pkg/tlsutil"
+	"github.com/cairnkv/cairn/server/compactor"
 )
 
 // Errors etcd names; callers may test for them with errors.Is.
@@ -162,6 +164,10 @@ func (c *Config) validateMisc() error {
 	default:
 		return fmt.Errorf("unknown auto-compaction-mode %q", c.AutoCompactionMode)
 	}
+	// etcd finds a bad retention only when it starts the server; same message.
+	if _, err := c.CompactionRetention(); err != nil {
+		return err
+	}
 	if c.FeatureEnabled("LeaseCheckpointPersist") && !c.FeatureEnabled("LeaseCheckpoint") {
 		return errors.New("enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint")
 	}
@@ -312,4 +318,11 @@ func hasDuplicateURL(m map[string][]url.URL) bool {
 		}
 	}
 	return false
+}
+
+// CompactionRetention is --auto-compaction-retention read for
+// --auto-compaction-mode: a duration (periodic) or a revision count as a
+// Duration (revision); 0 turns auto compaction off.
+func (c *Config) CompactionRetention() (time.Duration, error) {
+	return compactor.ParseRetention(c.AutoCompactionMode, c.AutoCompactionRetention)
 }

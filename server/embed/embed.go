@@ -86,16 +86,17 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		return nil, err
 	}
 	ecfg.PeerTLS = sec.peerClient
-	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client)
+	lc := listenConfig(cfg.SocketOpts, lg)
+	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
 	if err != nil {
 		return nil, err
 	}
-	peerLns, err := listenAll(cfg.ListenPeerUrls, sec.peer)
+	peerLns, err := listenAll(cfg.ListenPeerUrls, sec.peer, lc)
 	if err != nil {
 		closeAll(clientLns)
 		return nil, err
 	}
-	extra, err := listenExtra(cfg, sec.client)
+	extra, err := listenExtra(cfg, sec.client, lc)
 	if err != nil {
 		closeAll(clientLns)
 		closeAll(peerLns)
@@ -226,6 +227,10 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 	if err != nil {
 		return nil, err
 	}
+	retention, err := cfg.CompactionRetention()
+	if err != nil {
+		return nil, err
+	}
 	initial := make(map[string][]string, len(clusterMap))
 	for name, urls := range clusterMap {
 		initial[name] = urlStrings(urls)
@@ -247,6 +252,9 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		QuotaBackendBytes: cfg.QuotaBackendBytes, MaxRequestBytes: cfg.MaxRequestBytes,
 		BackendBatchInterval: cfg.BackendBatchInterval, BackendBatchLimit: cfg.BackendBatchLimit,
 		UnsafeNoFsync: cfg.UnsafeNoFsync, Logger: lg,
+		MemoryMlock: cfg.MemoryMlock, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes,
+		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: retention,
+		RaftReadTimeout: cfg.RaftReadTimeout, RaftWriteTimeout: cfg.RaftWriteTimeout,
 		AuthToken: cfg.AuthToken, BcryptCost: cfg.BcryptCost, AuthTokenTTL: cfg.AuthTokenTTL,
 	}, nil
 }
@@ -272,10 +280,10 @@ func urlStrings(us []url.URL) []string {
 }
 
 // listenAll binds every URL (see listen).
-func listenAll(urls []url.URL, tlsCfg *tls.Config) ([]net.Listener, error) {
+func listenAll(urls []url.URL, tlsCfg *tls.Config, lc *net.ListenConfig) ([]net.Listener, error) {
 	var lns []net.Listener
 	for _, u := range urls {
-		l, err := listen(u, tlsCfg)
+		l, err := listen(u, tlsCfg, lc)
 		if err != nil {
 			closeAll(lns)
 			return nil, err

@@ -62,13 +62,13 @@ type extraListeners struct {
 
 // listenExtra binds --listen-client-http-urls and --listen-metrics-urls;
 // https:// ones use the client TLS configuration, as in etcd.
-func listenExtra(cfg *config.Config, clientTLS *tls.Config) (extraListeners, error) {
+func listenExtra(cfg *config.Config, clientTLS *tls.Config, lc *net.ListenConfig) (extraListeners, error) {
 	var x extraListeners
 	var err error
-	if x.http, err = listenAll(cfg.ListenClientHttpUrls, clientTLS); err != nil {
+	if x.http, err = listenAll(cfg.ListenClientHttpUrls, clientTLS, lc); err != nil {
 		return x, err
 	}
-	if x.metrics, err = listenAll(cfg.ListenMetricsUrls, clientTLS); err != nil {
+	if x.metrics, err = listenAll(cfg.ListenMetricsUrls, clientTLS, lc); err != nil {
 		closeAll(x.http)
 		return extraListeners{}, err
 	}

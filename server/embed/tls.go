@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -147,17 +148,18 @@ func tlsFields(info tlsutil.Info, cfg *config.Config) []zap.Field {
 
 func isSecure(u url.URL) bool { return u.Scheme == "https" || u.Scheme == "unixs" }
 
-// listen binds u: http:// and https:// bind TCP, unix:// and unixs:// a
-// socket file. The secure schemes are wrapped in TLS with tlsCfg, so
-// everything served on them (gRPC included) sees decrypted connections.
-func listen(u url.URL, tlsCfg *tls.Config) (net.Listener, error) {
+// listen binds u: http:// and https:// bind TCP with lc (which carries the
+// socket options), unix:// and unixs:// a socket file. The secure schemes
+// are wrapped in TLS with tlsCfg, so everything served on them (gRPC
+// included) sees decrypted connections.
+func listen(u url.URL, tlsCfg *tls.Config, lc *net.ListenConfig) (net.Listener, error) {
 	var (
 		l   net.Listener
 		err error
 	)
 	switch u.Scheme {
 	case "http", "https":
-		l, err = net.Listen("tcp", u.Host)
+		l, err = lc.Listen(context.Background(), "tcp", u.Host)
 	case "unix", "unixs":
 		path := u.Host + u.Path
 		os.Remove(path)

@@ -205,6 +205,7 @@ func (s *Server) openBackend() (backend.Backend, error) {
 		Path:          s.cfg.backendPath(),
 		Logger:        s.lg,
 		UnsafeNoFsync: s.cfg.UnsafeNoFsync,
+		Mlock:         s.cfg.MemoryMlock,
 		PreCommit:     s.saveConsistentIndex,
 	})
 	if err != nil {

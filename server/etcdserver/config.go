@@ -85,6 +85,22 @@ type Config struct {
 	BackendBatchInterval time.Duration
 	BackendBatchLimit    int
 	UnsafeNoFsync        bool
+	// MemoryMlock (--memory-mlock) locks the backend's pages in RAM.
+	MemoryMlock bool
+	// BootstrapDefragThresholdMegabytes (--bootstrap-defrag-threshold-megabytes):
+	// at start, defragment the backend if that frees at least this many
+	// MiB; 0 never does (see bootstrap_defrag.go).
+	BootstrapDefragThresholdMegabytes uint
+
+	// AutoCompactionMode and AutoCompactionRetention (parsed by
+	// compactor.ParseRetention; 0 is off) configure auto compaction (see
+	// autocompact.go).
+	AutoCompactionMode      string
+	AutoCompactionRetention time.Duration
+
+	// RaftReadTimeout and RaftWriteTimeout (--raft-read-timeout,
+	// --raft-write-timeout) bound idle raft message streams; 0 means 5s.
+	RaftReadTimeout, RaftWriteTimeout time.Duration
 
 	// AuthToken is --auth-token ("simple", "jwt,..."; "" issues no tokens),
 	// BcryptCost --bcrypt-cost, AuthTokenTTL --auth-token-ttl in seconds.

@@ -56,7 +56,7 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		ID: s.id, ClusterID: s.clusterID, URLs: s.cfg.PeerURLs,
 		Raft: s, Snapshots: s, Logger: s.lg,
 		ServerVersion: serverVersion, MinClusterVersion: "3.0.0",
-		TLS: s.cfg.PeerTLS,
+		TLS: s.cfg.PeerTLS, ConnReadTimeout: s.cfg.RaftReadTimeout, ConnWriteTimeout: s.cfg.RaftWriteTimeout,
 	})
 	if err := t.Start(); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/auth"
+	"github.com/cairnkv/cairn/server/compactor"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/metrics"
@@ -74,6 +75,7 @@ type Server struct {
 	reads readBarrier
 
 	corruption *corruptionChecker // the corruption checks (corrupt.go)
+	autoCompactor *compactor.Compactor // nil: auto compaction is off
 
 	readyc   chan struct{}
 	stopOnce sync.Once
@@ -124,11 +126,21 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.node.SetLastPersisted(lastIndex)
+	if s.autoCompactor, err = s.newAutoCompactor(); err != nil {
+		s.transport.Stop()
+		s.closeBackendStores()
+		b.storage.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 func (s *Server) openStores(b *bootstrapped) error {
 	if err := s.openBackendStores(); err != nil {
+		return err
+	}
+	if err := s.maybeDefragBackend(); err != nil {
+		s.closeBackendStores()
 		return err
 	}
 	if b.snapshot == nil || s.consistentIdx >= b.snapshot.GetMetadata().GetIndex() {
@@ -206,6 +218,7 @@ func (s *Server) Start() {
 	s.goAttach(s.autoPromoteLoop)
 	s.goAttach(s.monitorKVHash)
 	s.goAttach(s.monitorCompactHash)
+	s.goAttach(s.autoCompactLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// Connection idle timeouts. A stream writer sends a link heartbeat every
-// streamReadTimeout/3, so a stream that stays silent longer is dead.
+// Connection idle timeouts. Streams use Config.ConnReadTimeout and
+// ConnWriteTimeout (--raft-read-timeout, --raft-write-timeout); a stream
+// writer sends a link heartbeat every ConnReadTimeout/3, so a stream that
+// stays silent longer is dead.
 const (
-	streamReadTimeout     = 5 * time.Second
-	streamWriteTimeout    = 5 * time.Second
 	pipelineReadTimeout   = 30 * time.Second
 	pipelineWriteTimeout  = 5 * time.Second
 	snapshotWriteTimeout  = 30 * time.Second
@@ -25,9 +25,10 @@ type clients struct {
 	stream, pipeline, snapshot *http.Client
 }
 
-func newClients(dialTimeout time.Duration, tlsCfg *tls.Config) clients {
+func newClients(cfg Config) clients {
+	dialTimeout, tlsCfg := cfg.DialTimeout, cfg.TLS
 	return clients{
-		stream:   newClient(dialTimeout, streamReadTimeout, streamWriteTimeout, tlsCfg),
+		stream:   newClient(dialTimeout, cfg.ConnReadTimeout, cfg.ConnWriteTimeout, tlsCfg),
 		pipeline: newClient(dialTimeout, pipelineReadTimeout, pipelineWriteTimeout, tlsCfg),
 		snapshot: newClient(dialTimeout, 0, snapshotWriteTimeout, tlsCfg),
 	}

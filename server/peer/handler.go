@@ -136,7 +136,7 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	if err := http.NewResponseController(w).Flush(); err != nil {
 		return
 	}
-	conn := newOutgoingConn(w)
+	conn := newOutgoingConn(w, t.cfg.ConnWriteTimeout)
 	if !writer.attach(conn) {
 		return
 	}

@@ -60,20 +60,21 @@ func (typ streamType) decoder(r io.Reader, local, remote uint64) decoder {
 type outgoingConn struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
+	timeout   time.Duration // write deadline of each Write
 	abort     chan struct{} // closed by the handler when the request ends
 	abortOnce sync.Once
 	done      chan struct{}
 }
 
-func newOutgoingConn(w http.ResponseWriter) *outgoingConn {
-	return &outgoingConn{w: w, rc: http.NewResponseController(w),
+func newOutgoingConn(w http.ResponseWriter, writeTimeout time.Duration) *outgoingConn {
+	return &outgoingConn{w: w, rc: http.NewResponseController(w), timeout: writeTimeout,
 		abort: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Write writes to the response with a write deadline, so a peer that
 // stops reading cannot hold the writer.
 func (c *outgoingConn) Write(b []byte) (int, error) {
-	_ = c.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) // unsupported writers just get no deadline
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout)) // unsupported writers just get no deadline
 	return c.w.Write(b)
 }
 
@@ -132,7 +133,7 @@ type streamWriterState struct {
 }
 
 func (w *streamWriter) run() {
-	tick := time.NewTicker(streamReadTimeout / 3)
+	tick := time.NewTicker(w.p.t.cfg.ConnReadTimeout / 3)
 	defer tick.Stop()
 	var st streamWriterState
 	for {

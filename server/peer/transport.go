@@ -17,6 +17,7 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultDialTimeout       = time.Second
+	DefaultConnTimeout       = 5 * time.Second // etcd's raft read and write timeouts
 	DefaultServerVersion     = "3.7.0"
 	DefaultMinClusterVersion = "3.0.0"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	Logger    *zap.Logger
 	// DialTimeout bounds connecting to a peer.
 	DialTimeout time.Duration
+	// ConnReadTimeout and ConnWriteTimeout (--raft-read-timeout and
+	// --raft-write-timeout) bound how long a raft message stream may go
+	// without reading or writing anything; 0 means DefaultConnTimeout.
+	ConnReadTimeout, ConnWriteTimeout time.Duration
 	// TLS is the client configuration for https peer URLs.
 	TLS *tls.Config
 	// ServerVersion and MinClusterVersion are sent as X-Server-Version and
@@ -87,6 +92,12 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.ConnReadTimeout <= 0 {
+		cfg.ConnReadTimeout = DefaultConnTimeout
+	}
+	if cfg.ConnWriteTimeout <= 0 {
+		cfg.ConnWriteTimeout = DefaultConnTimeout
 	}
 	if cfg.ServerVersion == "" {
 		cfg.ServerVersion = DefaultServerVersion
@@ -120,7 +131,7 @@ func (t *Transport) Start() error {
 	if t.started || t.stopped {
 		return errors.New("peer: Transport already started")
 	}
-	t.clients = newClients(t.cfg.DialTimeout, t.cfg.TLS)
+	t.clients = newClients(t.cfg)
 	t.reports = newReporter(t.cfg.Raft)
 	go t.reports.run()
 	t.started = true

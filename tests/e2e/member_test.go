@@ -42,7 +42,7 @@ type memberOpts struct {
 	omitName, omitDataDir bool
 	// clusterName is the name used in --initial-cluster (default: name).
 	clusterName string
-	// bin is the executable (default: cairnBin).
+	// bin is the executable (default: cairnBin), e.g. etcdBinary(t).
 	bin string
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	Logger *zap.Logger
 	// UnsafeNoFsync skips fsync on commit: a crash may lose or corrupt data.
 	UnsafeNoFsync bool
+	// Mlock (--memory-mlock) locks the mapped db file in RAM so that it is
+	// never paged out; opening fails if the memlock limit is too low.
+	Mlock bool
 }
 
 type backend struct {
@@ -102,6 +105,7 @@ func boltOptions(cfg Config) *bolt.Options {
 		FreelistType:   bolt.FreelistMapType,
 		NoSync:         cfg.UnsafeNoFsync,
 		NoGrowSync:     cfg.UnsafeNoFsync,
+		Mlock:          cfg.Mlock,
 	}
 }
 

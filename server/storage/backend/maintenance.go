@@ -164,6 +164,9 @@ func (b *backend) writeDefragged(path string) error {
 	// No large initial mmap for the copy: bbolt grows a file towards its
 	// mapping, and a compacted db must come out small (etcd does the same).
 	opts.InitialMmapSize = 0
+	// The copy is read by nobody: locking it in RAM would only count
+	// against the memlock limit twice.
+	opts.Mlock = false
 	tmp, err := bolt.Open(path, 0o600, &opts)
 	if err != nil {
 		return fmt.Errorf("backend: defrag: open %s: %w", path, err)
