@@ -74,7 +74,7 @@ type Server struct {
 
 	reads readBarrier
 
-	corruption *corruptionChecker // the corruption checks (corrupt.go)
+	corruption    *corruptionChecker   // the corruption checks (corrupt.go)
 	autoCompactor *compactor.Compactor // nil: auto compaction is off
 
 	readyc   chan struct{}
