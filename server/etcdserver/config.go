@@ -32,6 +32,11 @@ type Config struct {
 	// VersionMonitorInterval is how often the leader reconsiders the
 	// cluster version (0: etcd's 4 s; tests shorten it).
 	VersionMonitorInterval time.Duration
+	// CompactionBatchLimit and CompactionSleepInterval tune compaction
+	// rounds (--compaction-batch-limit, --compaction-sleep-interval; 0:
+	// etcd's defaults).
+	CompactionBatchLimit    int
+	CompactionSleepInterval time.Duration
 	// DowngradeCheckTime (--downgrade-check-time) is how often the leader
 	// checks whether an enabled downgrade has finished (0: never).
 	DowngradeCheckTime time.Duration

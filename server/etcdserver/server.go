@@ -172,7 +172,10 @@ func (s *Server) openBackendStores() error {
 		be.Close()
 		return err
 	}
-	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{})
+	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{
+		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
+		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
+	})
 	lessor, err := s.openLessor(be, kv)
 	if err != nil {
 		kv.Close()

@@ -290,3 +290,19 @@ func TestStopWithoutStart(t *testing.T) {
 		t.Fatal("Stop of a member that never started hangs")
 	}
 }
+
+// TestCompactionTuningReachesStore: --compaction-batch-limit and
+// --compaction-sleep-interval tune the member's store (0 keeps etcd's
+// defaults).
+func TestCompactionTuningReachesStore(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.CompactionBatchLimit, cfg.CompactionSleepInterval = 7, 3*time.Millisecond
+	s := startServer(t, cfg)
+	if got := s.kv.Config(); got.CompactionBatchLimit != 7 || got.CompactionSleepInterval != 3*time.Millisecond {
+		t.Fatalf("store config %+v, want batch limit 7 and sleep 3ms", got)
+	}
+	d := startServer(t, testConfig(t.TempDir()))
+	if got := d.kv.Config(); got.CompactionBatchLimit != 1000 || got.CompactionSleepInterval != 10*time.Millisecond {
+		t.Fatalf("default store config %+v, want etcd's 1000 and 10ms", got)
+	}
+}

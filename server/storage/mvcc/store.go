@@ -88,6 +88,9 @@ func New(lg *zap.Logger, b backend.Backend, cfg StoreConfig) *Store {
 	return s
 }
 
+// Config is the store's tuning as in effect, defaults filled in.
+func (s *Store) Config() StoreConfig { return s.cfg }
+
 // Rev returns the current revision.
 func (s *Store) Rev() int64 {
 	s.revMu.RLock()
