@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
@@ -23,6 +25,15 @@ var commands = map[string]command{
 	"watch-latency":   parseWatchLatency,
 	"watch":           parseWatch,
 	"lease-keepalive": parseLeaseKeepAlive,
+
+	"txn-mixed": parseTxnMixed,
+	"watch-get": parseWatchGet,
+	"stm":       parseSTM,
+}
+
+// commandNames lists the commands in a fixed order for messages.
+func commandNames() []string {
+	return slices.Sorted(maps.Keys(commands))
 }
 
 const defaultTotal = 10000

@@ -107,3 +107,63 @@ func reportsItselfLeader(ctx context.Context, endpoint string, timeout time.Dura
 	}
 	return resp.GetLeader() != 0 && resp.GetLeader() == resp.GetHeader().GetMemberId(), nil
 }
+
+// resolveEndpoints returns the endpoints the load goes to: the leader
+// alone (--target-leader), every voting member (--all-members), or the
+// endpoints as given.
+func resolveEndpoints(ctx context.Context, g *globalConfig) ([]string, error) {
+	endpoints := g.endpointList()
+	switch {
+	case g.targetLeader:
+		leader, err := findLeader(ctx, endpoints, g.dialTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return []string{leader}, nil
+	case g.allMembers:
+		return memberEndpoints(ctx, endpoints, g.dialTimeout)
+	default:
+		return endpoints, nil
+	}
+}
+
+// memberEndpoints asks the first endpoint that answers for the member list
+// and returns one client URL of every voting member.
+func memberEndpoints(ctx context.Context, endpoints []string, timeout time.Duration) ([]string, error) {
+	var errs []error
+	for _, ep := range endpoints {
+		urls, err := listMembers(ctx, ep, timeout)
+		if err == nil {
+			return urls, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("--all-members: %w", errors.Join(errs...))
+}
+
+func listMembers(ctx context.Context, endpoint string, timeout time.Duration) ([]string, error) {
+	cc, err := dialReady(ctx, endpoint, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := pb.NewClusterClient(cc).MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
+	if err != nil {
+		return nil, fmt.Errorf("member list from %s: %w", endpoint, err)
+	}
+	var urls []string
+	for _, m := range resp.GetMembers() {
+		// A learner refuses most requests, and a member that has not
+		// started yet has no client URL.
+		if m.GetIsLearner() || len(m.GetClientURLs()) == 0 {
+			continue
+		}
+		urls = append(urls, m.GetClientURLs()[0])
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("member list from %s has no voting member with a client URL", endpoint)
+	}
+	return urls, nil
+}

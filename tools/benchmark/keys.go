@@ -55,3 +55,17 @@ func (k keySpec) picker(client int) func(seq int64) int64 {
 	rng := rand.New(rand.NewPCG(uint64(client), 0xcafe))
 	return func(int64) int64 { return rng.Int64N(k.space) }
 }
+
+// covering returns the key and range end that cover every key of the key
+// space: the single key, or [key 0, key space) since keys are fixed-width
+// big-endian numbers and so sort in numeric order.
+func (k keySpec) covering() (key, end []byte) {
+	key = k.encode(0)
+	if k.space == 1 {
+		return key, nil
+	}
+	if k.size < 8 && k.space == int64(1)<<(8*k.size) {
+		return key, []byte{0} // every key of this size: all keys >= key
+	}
+	return key, k.encode(k.space)
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairnkv/cairn/tools/benchmark/stats"
@@ -78,22 +76,13 @@ func (c *leaseConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 	}
 
 	rec := stats.NewRecorder(g.sampleLimit())
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for _, cl := range clients {
-		wg.Go(func() { cl.keepAlive(streamCtx, &next, c.total, rec) })
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "benchmark: interrupted; reporting what completed")
-	}
-	rep := rec.Report(c.total, elapsed, stats.ReportOptions{Unit: "Keepalives"})
-	if err := rep.WriteText(stdout, g.precise); err != nil {
-		return err
-	}
-	return writeJSONFile(g, rep)
+	bar := startProgress(g, stderr, c.total, rec.Count)
+	elapsed := runPool(streamCtx, len(clients), c.total, g.newLimiter(), func(client int, _ int64) {
+		clients[client].keepAlive(streamCtx, rec)
+	})
+	bar.finish()
+	noteInterrupt(ctx, stderr)
+	return writeReport(g, rec.Report(c.total, elapsed, stats.ReportOptions{Unit: "Keepalives"}), stdout)
 }
 
 func (cl *leaseClient) open(ctx context.Context) error {
@@ -105,38 +94,33 @@ func (cl *leaseClient) open(ctx context.Context) error {
 	return nil
 }
 
-// keepAlive claims keepalives from next until total are claimed or ctx
-// ends. A stream that fails is reopened (untimed) before the next one; if
-// reopening fails, that keepalive is counted as failed.
-func (cl *leaseClient) keepAlive(ctx context.Context, next *atomic.Int64, total int64, rec *stats.Recorder) {
-	req := &pb.LeaseKeepAliveRequest{ID: cl.id}
-	for ctx.Err() == nil {
-		if next.Add(1) > total {
+// keepAlive sends one keepalive and records it. A stream that failed
+// earlier is reopened (untimed) first; if reopening fails, the keepalive is
+// counted as failed.
+func (cl *leaseClient) keepAlive(ctx context.Context, rec *stats.Recorder) {
+	if cl.stream == nil {
+		if err := cl.open(ctx); err != nil {
+			rec.Record(0, err)
 			return
 		}
-		if cl.stream == nil {
-			if err := cl.open(ctx); err != nil {
-				rec.Record(0, err)
-				continue
-			}
-		}
-		start := time.Now()
-		err := cl.stream.Send(req)
-		var resp *pb.LeaseKeepAliveResponse
-		if err == nil {
-			resp, err = cl.stream.Recv()
-		}
-		lat := time.Since(start)
-		switch {
-		case err != nil:
-			cl.stream = nil
-		case resp.GetID() != cl.id:
-			err = fmt.Errorf("keepalive for lease %x answered for lease %x", cl.id, resp.GetID())
-		case resp.GetTTL() <= 0:
-			err = errLeaseNotFound
-		}
-		rec.Record(lat, err)
 	}
+	req := &pb.LeaseKeepAliveRequest{ID: cl.id}
+	start := time.Now()
+	err := cl.stream.Send(req)
+	var resp *pb.LeaseKeepAliveResponse
+	if err == nil {
+		resp, err = cl.stream.Recv()
+	}
+	lat := time.Since(start)
+	switch {
+	case err != nil:
+		cl.stream = nil
+	case resp.GetID() != cl.id:
+		err = fmt.Errorf("keepalive for lease %x answered for lease %x", cl.id, resp.GetID())
+	case resp.GetTTL() <= 0:
+		err = errLeaseNotFound
+	}
+	rec.Record(lat, err)
 }
 
 // revokeAll revokes the granted leases after the run, untimed. Failures are

@@ -35,18 +35,24 @@ type workload struct {
 	// traffic lives on long-lived streams (watch, lease keepalive) drive the
 	// ready connections themselves and write their own report.
 	run func(ctx context.Context, g *globalConfig, conns []*grpc.ClientConn, stdout, stderr io.Writer) error
+	// ownClients marks a command that connects through this repository's
+	// client library itself (stm): no raw connections are dialled for it.
+	ownClients bool
 }
 
 // runBenchmark connects, drives the workload to completion (or until ctx is
 // cancelled) and reports.
 func runBenchmark(ctx context.Context, g *globalConfig, w *workload, stdout, stderr io.Writer) error {
-	endpoints := g.endpointList()
-	if g.targetLeader {
-		leader, err := findLeader(ctx, endpoints, g.dialTimeout)
-		if err != nil {
-			return err
-		}
-		endpoints = []string{leader}
+	endpoints, err := resolveEndpoints(ctx, g)
+	if err != nil {
+		return err
+	}
+	g.resolved = endpoints
+	if g.pids, err = g.serverPIDs(); err != nil {
+		return err
+	}
+	if w.ownClients {
+		return w.run(ctx, g, nil, stdout, stderr)
 	}
 	conns, err := dialPool(ctx, endpoints, g.conns, g.dialTimeout)
 	if err != nil {
@@ -60,11 +66,18 @@ func runBenchmark(ctx context.Context, g *globalConfig, w *workload, stdout, std
 	fmt.Fprintf(stderr, "benchmark: %s, %d requests, %d clients over %d connections to %v\n",
 		w.name, w.total, g.clients, len(conns), endpoints)
 	rec := stats.NewRecorder(g.sampleLimit())
-	elapsed := drive(ctx, kvClients(conns, g.clients), w, rec)
+	bar := startProgress(g, stderr, w.total, rec.Count)
+	elapsed := drive(ctx, g.newLimiter(), kvClients(conns, g.clients), w, rec)
+	bar.finish()
+	noteInterrupt(ctx, stderr)
+	return writeReport(g, rec.Report(w.total, elapsed, stats.ReportOptions{}), stdout)
+}
+
+// noteInterrupt says on stderr why a report may be short.
+func noteInterrupt(ctx context.Context, stderr io.Writer) {
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "benchmark: interrupted; reporting what completed")
 	}
-	return writeReport(g, rec.Report(w.total, elapsed, stats.ReportOptions{}), stdout)
 }
 
 // kvClients gives each of n clients a KV stub on a connection chosen
@@ -77,36 +90,44 @@ func kvClients(conns []*grpc.ClientConn, n int) []pb.KVClient {
 	return out
 }
 
-// drive runs one goroutine per client until all w.total requests have been
-// claimed or ctx is cancelled, and returns the wall-clock time taken.
-// Requests are claimed from a shared counter, so every sequence number is
-// sent exactly once and fast clients are never idle waiting on slow ones.
-func drive(ctx context.Context, kvs []pb.KVClient, w *workload, rec *stats.Recorder) time.Duration {
+// drive runs the unary workload w on one goroutine per KV client and
+// returns the wall-clock time taken.
+func drive(ctx context.Context, lim *limiter, kvs []pb.KVClient, w *workload, rec *stats.Recorder) time.Duration {
 	sources := make([]requestSource, len(kvs))
 	for i := range sources {
 		sources[i] = w.newSource(i)
 	}
+	return runPool(ctx, len(kvs), w.total, lim, func(client int, seq int64) {
+		call := sources[client](seq)
+		start := time.Now()
+		err := call(ctx, kvs[client])
+		rec.Record(time.Since(start), err)
+	})
+}
+
+// runPool runs clients goroutines until total sequence numbers have been
+// claimed or ctx is cancelled, and returns the wall-clock time taken. Each
+// client claims the next number from a shared counter, waits for its slot
+// under --rate (untimed), then calls do. Every number is handed out once,
+// and fast clients are never idle waiting on slow ones. A number claimed
+// but not run because ctx ended counts as not sent.
+func runPool(ctx context.Context, clients int, total int64, lim *limiter, do func(client int, seq int64)) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for i, kv := range kvs {
-		wg.Go(func() { runClient(ctx, kv, sources[i], &next, w.total, rec) })
+	for client := range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				seq := next.Add(1) - 1
+				if seq >= total || !lim.wait(ctx) {
+					return
+				}
+				do(client, seq)
+			}
+		})
 	}
 	wg.Wait()
 	return time.Since(start)
-}
-
-func runClient(ctx context.Context, kv pb.KVClient, source requestSource, next *atomic.Int64, total int64, rec *stats.Recorder) {
-	for ctx.Err() == nil {
-		seq := next.Add(1) - 1
-		if seq >= total {
-			return
-		}
-		call := source(seq)
-		start := time.Now()
-		err := call(ctx, kv)
-		rec.Record(time.Since(start), err)
-	}
 }
 
 // writeJSONFile writes v, indented, to the --report-json file if one was
@@ -128,21 +149,37 @@ func writeJSONFile(g *globalConfig, v any) error {
 	return f.Close()
 }
 
-// writeReport prints the text report and, if asked, writes the JSON file.
+// writeReport adds the servers' memory to rep, prints it and, if asked,
+// writes the JSON file. A server that could not be measured any more is
+// reported as an error after the report.
 func writeReport(g *globalConfig, rep *stats.Report, stdout io.Writer) error {
+	mem, memErr := serverMemory(g.pids)
+	rep.ServerMemory = mem
 	if err := rep.WriteText(stdout, g.precise); err != nil {
 		return err
 	}
-	if g.reportJSON == "" {
-		return nil
-	}
-	f, err := os.Create(g.reportJSON)
-	if err != nil {
+	if err := writeJSONFile(g, rep); err != nil {
 		return err
 	}
-	if err := rep.WriteJSON(f); err != nil {
-		f.Close()
-		return err
+	return memErr
+}
+
+// section is one titled report of a command that reports several.
+type section struct {
+	title string
+	rep   *stats.Report
+}
+
+// writeSections prints each report under its title, then the servers'
+// memory once.
+func writeSections(w io.Writer, precise bool, sections []section, mem []stats.ServerMemory) error {
+	for _, s := range sections {
+		if _, err := fmt.Fprintf(w, "\n=== %s ===\n", s.title); err != nil {
+			return err
+		}
+		if err := s.rep.WriteText(w, precise); err != nil {
+			return err
+		}
 	}
-	return f.Close()
+	return stats.WriteServerMemory(w, mem)
 }

@@ -18,6 +18,9 @@
 //	benchmark [global flags] watch-latency [--watchers 100] [--streams 10] [--put-total 1000] [--put-rate 0] [--key-size 8] [--val-size 256] [--key-space-size 1]
 //	benchmark [global flags] watch [watch-latency flags] [--slow-watchers 0] [--slow-delay 10ms]
 //	benchmark [global flags] lease-keepalive [--total N] [--ttl 60]
+//	benchmark [global flags] txn-mixed [--total N] [--rw-ratio 1] [--key-size 8] [--val-size 256] [--key-space-size 1] [--consistency l|s] [--end-range KEY] [--limit 1000]
+//	benchmark [global flags] watch-get [--watchers 1000] [--streams 1] [--events 8] [--get-total N] [--consistency s]
+//	benchmark [global flags] stm [--total N] [--isolation r|c|s|ss] [--keys 1] [--keys-per-txn 1] [--txn-wr-percent 50] [--val-size 8]
 //
 // Global flags may also follow the command name.
 package main
@@ -69,6 +72,18 @@ type globalConfig struct {
 	targetLeader bool
 	precise      bool
 	reportJSON   string
+
+	rate           float64 // requests per second over all clients; 0 = no cap
+	allMembers     bool
+	noProgress     bool
+	rssPIDs        string
+	rssProcessName string
+
+	// Set by runBenchmark before the command runs: the endpoints the load
+	// goes to (after --target-leader or --all-members) and the server
+	// processes whose memory is reported.
+	resolved []string
+	pids     []int
 }
 
 // defaultSampleLimit bounds how many latencies are kept for percentiles when
@@ -87,6 +102,11 @@ func (g *globalConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.targetLeader, "target-leader", g.targetLeader, "send all load to the leader found via Maintenance.Status")
 	fs.BoolVar(&g.precise, "precise", g.precise, "keep every latency (no sampling) and print nanosecond precision")
 	fs.StringVar(&g.reportJSON, "report-json", g.reportJSON, "also write the report as JSON to this file")
+	fs.Float64Var(&g.rate, "rate", g.rate, "maximum requests per second over all clients (0 = no limit)")
+	fs.BoolVar(&g.allMembers, "all-members", g.allMembers, "spread connections over every voting member found via MemberList")
+	fs.BoolVar(&g.noProgress, "no-progress", g.noProgress, "do not draw a progress bar on stderr (it is off anyway when stderr is not a terminal)")
+	fs.StringVar(&g.rssPIDs, "rss-pid", g.rssPIDs, "comma-separated PIDs of server processes on this machine whose peak RSS (VmHWM) to report")
+	fs.StringVar(&g.rssProcessName, "rss-process-name", g.rssProcessName, "report the peak RSS of every process with this command name (e.g. cairn)")
 }
 
 func defaultGlobalConfig() *globalConfig {
@@ -108,8 +128,18 @@ func (g *globalConfig) validate() error {
 	if len(g.endpointList()) == 0 {
 		return fmt.Errorf("%w: --endpoints is empty", errUsage)
 	}
-	return nil
+	if g.rate < 0 {
+		return fmt.Errorf("%w: --rate must not be negative", errUsage)
+	}
+	if g.targetLeader && g.allMembers {
+		return fmt.Errorf("%w: --target-leader and --all-members exclude each other", errUsage)
+	}
+	_, err := parsePIDs(g.rssPIDs)
+	return err
 }
+
+// newLimiter returns the --rate limiter of one run (nil when unlimited).
+func (g *globalConfig) newLimiter() *limiter { return newLimiter(g.rate, realClock{}) }
 
 func (g *globalConfig) endpointList() []string {
 	var out []string
@@ -144,7 +174,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cmd, ok := commands[fs.Arg(0)]
 	if !ok {
-		return fmt.Errorf("%w: unknown command %q (want put, range, txn-put, watch-latency, watch or lease-keepalive)", errUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unknown command %q (want %s)", errUsage, fs.Arg(0), strings.Join(commandNames(), ", "))
 	}
 	w, err := cmd(g, fs.Args()[1:], stderr)
 	if err != nil {
@@ -167,7 +197,7 @@ func usageError(err error) error {
 
 func printUsage(fs *flag.FlagSet) {
 	out := fs.Output()
-	fmt.Fprintln(out, "usage: benchmark [global flags] <put|range|txn-put|watch-latency|watch|lease-keepalive> [command flags]")
+	fmt.Fprintf(out, "usage: benchmark [global flags] <%s> [command flags]\n", strings.Join(commandNames(), "|"))
 	fmt.Fprintln(out, "\nglobal flags:")
 	fs.PrintDefaults()
 	fmt.Fprintln(out, "\nrun 'benchmark <command> --help' for command flags")

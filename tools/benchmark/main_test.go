@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -21,7 +22,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	stopMember()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // fakeKV is a minimal in-memory KV server that counts what it receives.
@@ -329,6 +338,23 @@ func TestUsageErrors(t *testing.T) {
 		{"zero clients", []string{"--clients", "0", "put"}},
 		{"empty endpoints", []string{"--endpoints", " , ", "put"}},
 		{"https endpoint is refused", []string{"--endpoints", "https://127.0.0.1:1", "put"}},
+		{"negative rate", []string{"--rate", "-1", "put"}},
+		{"leader and all members", []string{"--target-leader", "--all-members", "put"}},
+		{"rss pid not a number", []string{"--rss-pid", "cairn", "put"}},
+		{"negative rw ratio", []string{"txn-mixed", "--rw-ratio", "-0.5"}},
+		{"infinite rw ratio", []string{"txn-mixed", "--rw-ratio", "inf"}},
+		{"txn-mixed bad consistency", []string{"txn-mixed", "--consistency", "x"}},
+		{"txn-mixed negative limit", []string{"txn-mixed", "--limit", "-1"}},
+		{"txn-mixed takes no args", []string{"txn-mixed", "foo"}},
+		{"watch-get without watchers", []string{"watch-get", "--watchers", "0"}},
+		{"watch-get without streams", []string{"watch-get", "--streams", "0"}},
+		{"watch-get without events", []string{"watch-get", "--events", "0"}},
+		{"watch-get zero gets", []string{"watch-get", "--get-total", "0"}},
+		{"watch-get bad consistency", []string{"watch-get", "--consistency", "q"}},
+		{"stm bad isolation", []string{"stm", "--isolation", "x"}},
+		{"stm more keys per txn than keys", []string{"stm", "--keys", "2", "--keys-per-txn", "3"}},
+		{"stm zero keys", []string{"stm", "--keys", "0"}},
+		{"stm write percent above 100", []string{"stm", "--txn-wr-percent", "101"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,18 +97,8 @@ func (c *watchConfig) validate() error {
 }
 
 // watchRange returns the key and range end that cover every key the puts
-// write: the single key, or [key 0, key space) since keys are fixed-width
-// big-endian numbers and so sort in numeric order.
-func (c *watchConfig) watchRange() (key, end []byte) {
-	key = c.keys.encode(0)
-	if c.keys.space == 1 {
-		return key, nil
-	}
-	if c.keys.size < 8 && c.keys.space == int64(1)<<(8*c.keys.size) {
-		return key, []byte{0} // every key of this size: all keys >= key
-	}
-	return key, c.keys.encode(c.keys.space)
-}
+// write.
+func (c *watchConfig) watchRange() (key, end []byte) { return c.keys.covering() }
 
 // putValue is the value of put seq: the sequence number, then filler.
 func putValue(filler []byte, seq int64) []byte {
@@ -216,6 +206,9 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 	plans := c.planStreams(len(conns))
 	fmt.Fprintf(stderr, "benchmark: %s, %d watchers on %d streams, %d slow watchers, %d puts by %d clients over %d connections\n",
 		c.name, c.watchers, len(plans)-c.slowWatchers, c.slowWatchers, c.putTotal, g.clients, len(conns))
+	if c.putRate == 0 {
+		c.putRate = g.rate // --rate caps the puts unless --put-rate says otherwise
+	}
 	r := newWatchRun(c, g.sampleLimit())
 
 	streamCtx, stopStreams := context.WithCancel(ctx)
@@ -234,8 +227,10 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 	}
 
 	putRec := stats.NewRecorder(g.sampleLimit())
+	bar := startProgress(g, stderr, c.putTotal, putRec.Count)
 	putStart := time.Now()
 	putElapsed := r.sendPuts(ctx, kvClients(conns, g.clients), putRec)
+	bar.finish()
 	succeeded := int64(0)
 	for i := range r.putOK {
 		if r.putOK[i].Load() {
@@ -250,6 +245,8 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 	}
 
 	res := r.result(succeeded, putStart.Sub(r.base), putRec, putElapsed)
+	mem, memErr := serverMemory(g.pids)
+	res.ServerMemory = mem
 	if err := res.writeText(stdout, g.precise); err != nil {
 		return err
 	}
@@ -257,9 +254,9 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 		return err
 	}
 	if waitErr != nil {
-		return waitErr
+		return errors.Join(waitErr, memErr)
 	}
-	return res.check()
+	return errors.Join(res.check(), memErr)
 }
 
 // runStream opens one watch stream, creates its watchers one at a time

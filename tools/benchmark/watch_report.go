@@ -18,6 +18,8 @@ type watchResult struct {
 	Events     *stats.Report  `json:"events"`
 	SlowEvents *stats.Report  `json:"slow_events,omitempty"`
 	Delivery   deliveryReport `json:"delivery"`
+
+	ServerMemory []stats.ServerMemory `json:"server_memory,omitempty"`
 }
 
 // deliveryReport checks that every watcher saw every successful put exactly
@@ -114,7 +116,10 @@ func (res *watchResult) writeText(w io.Writer, precise bool) error {
 			return err
 		}
 	}
-	return res.Delivery.writeText(w)
+	if err := res.Delivery.writeText(w); err != nil {
+		return err
+	}
+	return stats.WriteServerMemory(w, res.ServerMemory)
 }
 
 func (d *deliveryReport) writeText(w io.Writer) error {

@@ -114,6 +114,14 @@ func (r *Recorder) keep(latency time.Duration) {
 	}
 }
 
+// Count returns how many requests have been recorded so far, succeeded or
+// failed. A progress bar polls it.
+func (r *Recorder) Count() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ok + r.nErrs
+}
+
 // Report summarises everything recorded so far. planned is the number of
 // requests the run intended to send and elapsed its wall-clock duration;
 // requests neither succeeded nor failed are reported as not sent.

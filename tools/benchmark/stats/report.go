@@ -75,6 +75,33 @@ type Report struct {
 	// ReportOptions). The JSON keys do not change with them.
 	Unit    string
 	NotDone string
+
+	// ServerMemory is the servers' peak memory, when the run was asked to
+	// watch server processes on this machine.
+	ServerMemory []ServerMemory
+}
+
+// ServerMemory is the peak resident set size of one server process, as
+// the kernel records it (VmHWM in /proc/PID/status): the largest RSS the
+// process ever had, so a short spike between two samples is not missed.
+type ServerMemory struct {
+	PID          int    `json:"pid"`
+	Name         string `json:"name"`
+	PeakRSSBytes int64  `json:"peak_rss_bytes"`
+}
+
+// WriteServerMemory prints the "Server memory" section; it prints nothing
+// for an empty list. Commands with several reports call it once.
+func WriteServerMemory(w io.Writer, mem []ServerMemory) error {
+	if len(mem) == 0 {
+		return nil
+	}
+	p := &textPrinter{w: w}
+	p.printf("\nServer memory (peak RSS, VmHWM):\n")
+	for _, m := range mem {
+		p.printf("  pid %d (%s):\t%.1f MiB\n", m.PID, m.Name, float64(m.PeakRSSBytes)/(1<<20))
+	}
+	return p.err
 }
 
 // histogramBarWidth is the bar length of the fullest histogram bucket.
@@ -89,7 +116,10 @@ func (r *Report) WriteText(w io.Writer, precise bool) error {
 	r.writeHistogram(p)
 	r.writePercentiles(p)
 	r.writeErrors(p)
-	return p.err
+	if p.err != nil {
+		return p.err
+	}
+	return WriteServerMemory(w, r.ServerMemory)
 }
 
 func (r *Report) writeSummary(p *textPrinter) {
@@ -191,6 +221,7 @@ type jsonReport struct {
 	Errors         []jsonError      `json:"errors"`
 	SampleSize     int              `json:"sample_size"`
 	Sampled        bool             `json:"sampled"`
+	ServerMemory   []ServerMemory   `json:"server_memory,omitempty"`
 }
 
 type jsonPercentile struct {
@@ -238,6 +269,7 @@ func (r *Report) toJSON() *jsonReport {
 		Errors:         make([]jsonError, 0, len(r.Errors)),
 		SampleSize:     r.SampleSize,
 		Sampled:        r.Sampled,
+		ServerMemory:   r.ServerMemory,
 	}
 	for _, p := range r.Percentiles {
 		out.Percentiles = append(out.Percentiles, jsonPercentile{P: p.P, Seconds: p.Latency.Seconds()})

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// benchCase is one run of the benchmark tool in the standard suite.
+type benchCase struct {
+	name string
+	args []string // global flags for the load shape, then the command
+	// rows names the reports in the case's JSON that become rows of the
+	// summary: key "" is a report at the top level.
+	rows []rowRef
+}
+
+type rowRef struct{ label, key string }
+
+func flat(label string) []rowRef { return []rowRef{{label, ""}} }
+
+// standardSuite is what `make bench` runs against every cluster. Totals
+// are small enough that both clusters of one server finish in about a
+// minute and a half on a 2-core machine; they are for comparing builds
+// and servers on one machine, not for absolute numbers.
+func standardSuite() []benchCase {
+	const many = "100" // clients in the concurrent cases
+	return []benchCase{
+		{"put, 1 client", []string{"--clients", "1", "--conns", "1", "put", "--total", "2000", "--key-space-size", "1000"}, flat("put, 1 client")},
+		{"put, 100 clients", []string{"--clients", many, "--conns", "10", "put", "--total", "20000", "--key-space-size", "20000"}, flat("put, 100 clients")},
+		{"range l", []string{"--clients", many, "--conns", "10", "range", "foo", "--total", "20000", "--consistency", "l"}, flat("range, linearizable")},
+		{"range s", []string{"--clients", many, "--conns", "10", "range", "foo", "--total", "20000", "--consistency", "s"}, flat("range, serializable")},
+		{"txn-put", []string{"--clients", many, "--conns", "10", "txn-put", "--total", "8000", "--txn-ops", "4", "--key-space-size", "10000"}, flat("txn-put (4 puts)")},
+		{"txn-mixed", []string{"--clients", many, "--conns", "10", "txn-mixed", "--total", "10000", "--rw-ratio", "4", "--key-space-size", "1000", "--limit", "10"},
+			[]rowRef{{"txn-mixed reads (4:1)", "reads"}, {"txn-mixed writes", "writes"}}},
+		{"watch-latency", []string{"--clients", "10", "--conns", "10", "watch-latency", "--watchers", "100", "--streams", "10", "--put-total", "1000", "--put-rate", "500"},
+			[]rowRef{{"watch-latency puts", "puts"}, {"watch-latency put-to-event", "events"}}},
+		{"lease-keepalive", []string{"--clients", many, "--conns", "10", "lease-keepalive", "--total", "20000"}, flat("lease-keepalive")},
+		{"stm", []string{"--clients", "20", "--conns", "5", "stm", "--total", "2000", "--keys", "1000", "--keys-per-txn", "2", "--isolation", "ss"},
+			[]rowRef{{"stm (ss, 2 keys of 1000)", "txns"}}},
+	}
+}
+
+// latency is the part of one of the tool's JSON reports the summary uses.
+type latency struct {
+	Planned     int64   `json:"planned"`
+	Succeeded   int64   `json:"succeeded"`
+	Failed      int64   `json:"failed"`
+	NotSent     int64   `json:"not_sent"`
+	PerSec      float64 `json:"requests_per_sec"`
+	Average     float64 `json:"average_seconds"`
+	Percentiles []struct {
+		P       float64 `json:"p"`
+		Seconds float64 `json:"seconds"`
+	} `json:"percentiles"`
+}
+
+func (l *latency) percentile(p float64) float64 {
+	for _, pc := range l.Percentiles {
+		if pc.P == p {
+			return pc.Seconds
+		}
+	}
+	return 0
+}
+
+// row is one line of the summary.
+type row struct {
+	Server    string  `json:"server"`
+	Members   int     `json:"members"`
+	Case      string  `json:"case"`
+	Succeeded int64   `json:"succeeded"`
+	Failed    int64   `json:"failed"`
+	PerSec    float64 `json:"per_sec"`
+	Average   float64 `json:"average_seconds"`
+	P50       float64 `json:"p50_seconds"`
+	P90       float64 `json:"p90_seconds"`
+	P99       float64 `json:"p99_seconds"`
+	P999      float64 `json:"p99_9_seconds"`
+}
+
+type memory struct {
+	PID          int    `json:"pid"`
+	PeakRSSBytes int64  `json:"peak_rss_bytes"`
+	Name         string `json:"name"`
+}
+
+// runCase runs one case against c, keeping its text and JSON reports in
+// dir, and returns its rows and the servers' peak memory so far.
+func runCase(ctx context.Context, bench string, c *cluster, bc benchCase, dir string, r run) ([]row, []memory, error) {
+	base := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(bc.name))
+	args := []string{"--endpoints", c.endpoints(), "--rss-pid", c.pids(), "--no-progress", "--report-json", base + ".json"}
+	if len(c.members) > 1 {
+		args = append(args, "--all-members")
+	}
+	args = append(args, bc.args...)
+	out, err := os.Create(base + ".txt")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, bench, args...)
+	cmd.Stdout = out
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w\n%s%s", bc.name, err, stderr.String(), c.alive())
+	}
+	raw, err := os.ReadFile(base + ".json")
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseCase(raw, bc, r)
+}
+
+func parseCase(raw []byte, bc benchCase, r run) ([]row, []memory, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", bc.name, err)
+	}
+	var mem []memory
+	if m, ok := top["server_memory"]; ok {
+		if err := json.Unmarshal(m, &mem); err != nil {
+			return nil, nil, fmt.Errorf("%s: server_memory: %w", bc.name, err)
+		}
+	}
+	rows := make([]row, 0, len(bc.rows))
+	for _, ref := range bc.rows {
+		part := raw
+		if ref.key != "" {
+			part = top[ref.key]
+		}
+		var l latency
+		if err := json.Unmarshal(part, &l); err != nil {
+			return nil, nil, fmt.Errorf("%s: %s: %w", bc.name, ref.key, err)
+		}
+		rows = append(rows, row{
+			Server: r.server, Members: r.members, Case: ref.label,
+			Succeeded: l.Succeeded, Failed: l.Failed + l.NotSent, PerSec: l.PerSec, Average: l.Average,
+			P50: l.percentile(50), P90: l.percentile(90), P99: l.percentile(99), P999: l.percentile(99.9),
+		})
+	}
+	return rows, mem, nil
+}
