@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // Runtime membership changes (the Cluster service). Each change is a raft
@@ -105,11 +106,16 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 		return s.forwardPromote(ctx, id)
 	}
 	if err := s.learnerReady(id); err != nil {
+		metrics.LearnerPromoteFailures.WithLabelValues(err.Error()).Inc()
 		return nil, err
 	}
 	promoted := *m
 	promoted.IsLearner = false
-	return s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+	members, err := s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+	if err == nil {
+		metrics.LearnerPromoteSuccesses.Inc()
+	}
+	return members, err
 }
 
 func (s *Server) checkAdd(m *membership.Member) error {

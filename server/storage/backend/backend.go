@@ -197,6 +197,10 @@ func (b *backend) commitTxs(reopen bool) {
 		b.lg.Fatal("failed to commit the backend", zap.String("path", b.cfg.Path), zap.Error(err))
 	}
 	metrics.BackendCommitSeconds.Observe(time.Since(start).Seconds())
+	st := b.batch.tx.Stats()
+	metrics.BackendCommitRebalanceSeconds.Observe(st.GetRebalanceTime().Seconds())
+	metrics.BackendCommitSpillSeconds.Observe(st.GetSpillTime().Seconds())
+	metrics.BackendCommitWriteSeconds.Observe(st.GetWriteTime().Seconds())
 	b.batch.tx = nil
 	b.batch.discardHeld()
 	b.read.released.Store(&releasedWrites{})

@@ -1,8 +1,10 @@
 package mvcc
 
 import (
+	"github.com/cairnkv/cairn/server/metrics"
 	"hash"
 	"hash/crc32"
+	"time"
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -30,6 +32,8 @@ func (s *Store) HashByRev(rev int64) (KeyValueHash, int64, error) {
 		rev = currentRev
 	}
 	keep := s.index.Keep(rev)
+	start := time.Now()
+	defer func() { metrics.HashRevSeconds.Observe(time.Since(start).Seconds()) }()
 
 	tx := s.b.ReadTx()
 	tx.RLock()
