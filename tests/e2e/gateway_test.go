@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -119,6 +120,12 @@ func (s *gwSession) call(path, body, token string) (int, map[string]any) {
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		s.t.Fatalf("POST /v3/%s: answer %q is not a JSON object: %v", path, raw, err)
+	}
+	// etcd's answers are compact JSON; scripts compare them as text.
+	var compact bytes.Buffer
+	must(s.t, json.Compact(&compact, raw))
+	if compact.String() != string(raw) {
+		s.t.Errorf("POST /v3/%s: answer %q is not compact JSON", path, raw)
 	}
 	return resp.StatusCode, out
 }
