@@ -3,10 +3,12 @@ package etcdserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairnkv/cairn/server/errs"
@@ -106,7 +108,7 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 		return s.forwardPromote(ctx, id)
 	}
 	if err := s.learnerReady(id); err != nil {
-		metrics.LearnerPromoteFailures.WithLabelValues(err.Error()).Inc()
+		metrics.LearnerPromoteFailures.WithLabelValues(promoteFailureReason(err)).Inc()
 		return nil, err
 	}
 	promoted := *m
@@ -261,4 +263,13 @@ func sharesURL(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// promoteFailureReason labels a refused promotion with the message etcd
+// uses (its own error text, as clients see it).
+func promoteFailureReason(err error) string {
+	if errors.Is(err, errs.ErrLearnerNotReady) {
+		return rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady)
+	}
+	return err.Error()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -178,6 +179,8 @@ func TestMetricsMoveWithWorkCluster(t *testing.T) {
 	must(t, err)
 	_, err = c.clients[lead].Revoke(ctx(t), lease.ID)
 	must(t, err)
+	promoteRefused(t, c.clients[lead])
+	waitLeaseExpired(t, c.clients[lead])
 
 	// Round trips are probed every 4s: wait for one to each peer.
 	var after exposition
@@ -225,4 +228,38 @@ func TestMetricsMoveWithWorkCluster(t *testing.T) {
 		t.Errorf("etcd_cluster_version = %v, want 1", v)
 	}
 	grew("etcd_debugging_lease_renewed_total", 1)
+	grew("etcd_debugging_server_lease_expired_total", 1)
+	grew(`etcd_server_learner_promote_failures{Reason="`+rpctypes.ErrMemberLearnerNotReady.Error()+`"}`, 1)
+}
+
+// promoteRefused adds a learner that can never catch up (nothing listens
+// on its URL), has the leader refuse its promotion and removes it.
+func promoteRefused(t *testing.T, leader *clientv3.Client) {
+	t.Helper()
+	added, err := leader.MemberAddAsLearner(ctx(t), []string{"http://127.0.0.1:1"})
+	must(t, err)
+	_, err = leader.MemberPromote(ctx(t), added.Member.ID)
+	wantErr(t, err, rpctypes.ErrMemberLearnerNotReady)
+	_, err = leader.MemberRemove(ctx(t), added.Member.ID)
+	must(t, err)
+}
+
+// waitLeaseExpired grants a lease of the shortest TTL and waits until the
+// leader has revoked it for expiring.
+func waitLeaseExpired(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	lease, err := cli.Grant(ctx(t), 1)
+	must(t, err)
+	deadline := time.Now().Add(clusterWait)
+	for {
+		ttl, err := cli.TimeToLive(ctx(t), lease.ID)
+		must(t, err)
+		if ttl.TTL == -1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease %x not expired after %v", lease.ID, clusterWait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
