@@ -227,6 +227,18 @@ func (s *gwSession) cluster() {
 }
 
 func (s *gwSession) maintenance() {
+	// etcd records the storage version a little after it starts serving,
+	// and until then leaves it out of Status and Snapshot: wait for it.
+	deadline := time.Now().Add(clusterWait)
+	for {
+		if _, st := s.call("maintenance/status", `{}`, ""); str(st, "storageVersion") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no storageVersion in Status after %v", clusterWait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	s.do("status", "maintenance/status", `{}`, "")
 	s.do("alarm get", "maintenance/alarm", `{"action":"GET"}`, "")
 	s.do("defragment", "maintenance/defragment", `{}`, "")
