@@ -230,6 +230,29 @@ func TestMetricsMoveWithWorkCluster(t *testing.T) {
 	grew("etcd_debugging_lease_renewed_total", 1)
 	grew("etcd_debugging_server_lease_expired_total", 1)
 	grew(`etcd_server_learner_promote_failures{Reason="`+rpctypes.ErrMemberLearnerNotReady.Error()+`"}`, 1)
+
+	// A follower that goes away: the leader sees the peer inactive, counts
+	// the disconnection and the messages it fails to deliver.
+	gone := c.except(lead)[0]
+	if err := gracefulExit(c.members[gone].stop()); err != nil {
+		t.Fatalf("stopping m%d: %v", gone, err)
+	}
+	peer := fmt.Sprintf("%x", c.ids[gone])
+	pair := `{Local="` + self + `",Remote="` + peer + `"}`
+	deadline = time.Now().Add(clusterWait)
+	for {
+		e := parseExposition(t, scrapeText(t, url))
+		if e.series["etcd_network_active_peers"+pair] == 0 && e.series["etcd_network_disconnected_peers_total"+pair] >= 1 &&
+			e.series[`etcd_network_peer_sent_failures_total{To="`+peer+`"}`] >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after stopping m%d the leader reports active=%v disconnected=%v sent failures=%v", gone,
+				e.series["etcd_network_active_peers"+pair], e.series["etcd_network_disconnected_peers_total"+pair],
+				e.series[`etcd_network_peer_sent_failures_total{To="`+peer+`"}`])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // promoteRefused adds a learner that can never catch up (nothing listens
