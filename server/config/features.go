@@ -144,3 +144,28 @@ func (c *Config) unsupportedGates() []string {
 	sort.Strings(out)
 	return out
 }
+
+// FeatureGate is one gate's stage and effective value, as etcd exports
+// them in etcd_server_feature_enabled.
+type FeatureGate struct {
+	Name, Stage string
+	Enabled     bool
+}
+
+// FeatureGateStates lists every gate, the AllAlpha and AllBeta meta gates
+// included, in name order.
+func (c *Config) FeatureGateStates() []FeatureGate {
+	out := []FeatureGate{
+		{Name: gateAllAlpha, Stage: "ALPHA", Enabled: c.FeatureGates[gateAllAlpha]},
+		{Name: gateAllBeta, Stage: "BETA", Enabled: c.FeatureGates[gateAllBeta]},
+	}
+	for gate := range featureGateDefaults {
+		stage := "ALPHA"
+		if betaGates[gate] {
+			stage = "BETA"
+		}
+		out = append(out, FeatureGate{Name: gate, Stage: stage, Enabled: c.FeatureEnabled(gate)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -101,6 +101,9 @@ func setupMetrics(cfg *config.Config) {
 		metrics.EnableExtensive()
 	}
 	metrics.SetServerVersion(httpapi.EtcdVersion)
+	for _, g := range cfg.FeatureGateStates() {
+		metrics.SetFeatureGate(g.Name, g.Stage, g.Enabled)
+	}
 }
 
 // notifyWhenReady tells systemd once the member serves requests.

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/apply"
@@ -147,10 +151,47 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if id == 0 {
 		id = r.GetHeader().GetID()
 	}
+	start := time.Now()
+	var result *apply.Result
 	if s.applyClusterRequest(r) {
-		return id, &apply.Result{}
+		result = &apply.Result{}
+	} else {
+		result = s.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
 	}
-	return id, s.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
+	s.recordApply(r, result, time.Since(start))
+	return id, result
+}
+
+// warnApplyDuration is how long an apply may take before it counts as slow
+// (etcd's threshold).
+const warnApplyDuration = 100 * time.Millisecond
+
+// recordApply observes an applied request's duration by its type, and
+// counts it as slow past warnApplyDuration.
+func (s *Server) recordApply(r *pb.InternalRaftRequest, result *apply.Result, took time.Duration) {
+	op := requestOp(r)
+	success := strconv.FormatBool(result == nil || result.Err == nil)
+	metrics.ApplySeconds.WithLabelValues("v3", op, success).Observe(took.Seconds())
+	if took > warnApplyDuration {
+		metrics.SlowApplies.Inc()
+		s.lg.Warn("apply request took too long", zap.Duration("took", took),
+			zap.Duration("expected-duration", warnApplyDuration), zap.String("op", op))
+	}
+}
+
+// requestOp names the request r carries as etcd's metrics do: the request
+// message's name without "Request" ("Put", "LeaseGrant",
+// "ClusterMemberAttrSet").
+func requestOp(r *pb.InternalRaftRequest) string {
+	op := "Unknown"
+	r.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.Message() == nil || fd.Name() == "header" {
+			return true
+		}
+		op = strings.TrimSuffix(string(fd.Message().Name()), "Request")
+		return false
+	})
+	return op
 }
 
 func (s *Server) applyConfChange(e *raftpb.Entry) {

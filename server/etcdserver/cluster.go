@@ -3,14 +3,17 @@ package etcdserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // Runtime membership changes (the Cluster service). Each change is a raft
@@ -105,11 +108,16 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 		return s.forwardPromote(ctx, id)
 	}
 	if err := s.learnerReady(id); err != nil {
+		metrics.LearnerPromoteFailures.WithLabelValues(promoteFailureReason(err)).Inc()
 		return nil, err
 	}
 	promoted := *m
 	promoted.IsLearner = false
-	return s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+	members, err := s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+	if err == nil {
+		metrics.LearnerPromoteSuccesses.Inc()
+	}
+	return members, err
 }
 
 func (s *Server) checkAdd(m *membership.Member) error {
@@ -255,4 +263,13 @@ func sharesURL(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// promoteFailureReason labels a refused promotion with the message etcd
+// uses (its own error text, as clients see it).
+func promoteFailureReason(err error) string {
+	if errors.Is(err, errs.ErrLearnerNotReady) {
+		return rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady)
+	}
+	return err.Error()
 }

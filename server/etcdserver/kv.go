@@ -2,6 +2,8 @@ package etcdserver
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
@@ -12,16 +14,19 @@ import (
 )
 
 // Range reads locally, after a read barrier unless the request is serializable.
-func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeResponse, err error) {
+	start := time.Now()
+	defer func() {
+		metrics.RangeSeconds.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
+	}()
 	if !r.GetSerializable() {
 		if err := s.linearizableReadNotify(ctx); err != nil {
 			return nil, err
 		}
 	}
 	metrics.MVCCRange.Inc()
-	var resp *pb.RangeResponse
 	check := func(ai auth.AuthInfo) error { return s.authStore.IsRangePermitted(ai, r.Key, r.RangeEnd) }
-	err := s.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
+	err = s.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
 		if !s.rlockStores() {
 			return errs.ErrStopped
 		}

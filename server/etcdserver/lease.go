@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/lease"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
@@ -114,6 +115,9 @@ func (s *Server) revokeExpired(id lease.LeaseID) {
 	ctx, cancel := context.WithTimeout(withRoot(context.Background()), s.cfg.requestTimeout())
 	defer cancel()
 	_, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: int64(id)}})
+	if err == nil {
+		metrics.LeaseExpired.Inc()
+	}
 	if err != nil && err != errs.ErrLeaseNotFound {
 		s.lg.Warn("failed to revoke expired lease", zap.Int64("lease-id", int64(id)), zap.Error(err))
 	}

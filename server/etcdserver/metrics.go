@@ -44,3 +44,20 @@ func (m metricsSource) CompactRev() int64 {
 func (m metricsSource) Keys() int {
 	return int(m.read(func(s *Server) int64 { return int64(s.kv.KeyCount()) }))
 }
+
+func (m metricsSource) WatchBacklog() (slowWatchers, pendingEvents int) {
+	if !m.s.rlockStores() {
+		return 0, 0
+	}
+	defer m.s.storeMu.RUnlock()
+	return m.s.kv.WatchBacklog()
+}
+
+func (m metricsSource) ClusterVersion() string { return m.s.storedClusterVersion() }
+
+func (m metricsSource) AuthRevision() uint64 {
+	if m.s.authStore == nil {
+		return 0
+	}
+	return m.s.authStore.Revision()
+}

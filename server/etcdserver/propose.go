@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -38,7 +39,10 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 	}
 	resultc := s.proposals.Register(id)
 	metrics.ProposalsPending.Inc()
+	proposed := time.Now()
 	defer func() {
+		success := strconv.FormatBool(err == nil)
+		metrics.RequestSeconds.WithLabelValues(requestOp(r), success).Observe(time.Since(proposed).Seconds())
 		metrics.ProposalsPending.Dec()
 		if err != nil {
 			metrics.ProposalsFailed.Inc()

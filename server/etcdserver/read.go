@@ -128,11 +128,13 @@ func (s *Server) confirmReadIndex(leaderChanged <-chan struct{}) (uint64, error)
 		case <-leaderChanged:
 			return 0, errs.ErrLeaderChanged
 		case <-retry.C:
+			metrics.SlowReadIndexes.Inc()
 			s.lg.Warn("waiting for ReadIndex response took too long, retrying", zap.Uint64("request-id", id))
 			if err := s.requestReadIndex(rctx); err != nil {
 				return 0, err
 			}
 		case <-deadline.C:
+			metrics.SlowReadIndexes.Inc()
 			return 0, errs.ErrTimeout
 		case <-s.stopc:
 			return 0, errs.ErrStopped

@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"fmt"
+	"github.com/cairnkv/cairn/server/metrics"
 	"io"
 	"os"
 
@@ -45,6 +46,8 @@ func (s *Server) SaveSnapshotDB(r io.Reader, index uint64) (int64, error) {
 func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
 	s.lg.Info("applying snapshot from leader", zap.Uint64("snapshot-index", index))
+	metrics.SnapshotApplyInProgress.Set(1)
+	defer metrics.SnapshotApplyInProgress.Set(0)
 	s.applyMu.Lock()
 	s.storeMu.Lock()
 	s.be.Commit()

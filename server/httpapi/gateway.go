@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -105,14 +108,44 @@ func (g *Gateway) connect() error {
 // newGatewayMux returns grpc-gateway's router with etcd's JSON options for
 // every content type and the Authorization header passed on as the token.
 func newGatewayMux() *runtime.ServeMux {
-	marshaler := &runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
+	marshaler := &runtime.HTTPBodyMarshaler{Marshaler: &compactJSONPb{runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
-	}}
+	}}}
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, marshaler),
 		runtime.WithMetadata(tokenMetadata),
 	)
+}
+
+// compactJSONPb writes protojson's output without insignificant spaces.
+// protojson deliberately varies its spacing from one build to another (so
+// that nobody depends on its bytes), but scripts fed by curl do: etcd's
+// answers are compact, so cairn's are too.
+type compactJSONPb struct{ runtime.JSONPb }
+
+func (m *compactJSONPb) Marshal(v any) ([]byte, error) {
+	b, err := m.JSONPb.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// NewEncoder writes compact values, each followed by the delimiter, as
+// JSONPb's encoder does.
+func (m *compactJSONPb) NewEncoder(w io.Writer) runtime.Encoder {
+	return runtime.EncoderFunc(func(v any) error {
+		b, err := m.Marshal(v)
+		if err == nil {
+			_, err = w.Write(append(b, m.Delimiter()...))
+		}
+		return err
+	})
 }
 
 // tokenMetadata passes an Authorization header on as the "token" metadata

@@ -28,6 +28,12 @@ const sniffTimeout = 10 * time.Second
 // preface gets to HTTP as soon as one byte differs from it, so a short
 // HTTP/1.1 request never waits for bytes that will not come.
 //
+// HTTP/2 over TLS (ALPN "h2") is the exception, as in etcd: curl and
+// browsers speak it to the gateway and /health too, so such connections go
+// to an HTTP/2 server that picks per request: gRPC's content type to
+// grpc.Server.ServeHTTP, anything else to the HTTP handler. Plaintext
+// HTTP/2 stays gRPC only, as etcd's is.
+//
 // The Mux owns the listener, the gRPC server and the http.Server: Close or
 // Shutdown stops all three.
 type Mux struct {
@@ -37,6 +43,9 @@ type Mux struct {
 	grpcOnly bool // no HTTP handler: non-gRPC connections are closed
 	grpcConn *handoffListener
 	httpConn *handoffListener
+	// h2Srv and h2Conn serve HTTP/2 over TLS; nil when grpcOnly.
+	h2Srv  *http.Server
+	h2Conn *handoffListener
 
 	mu       sync.Mutex
 	sniffing map[net.Conn]struct{} // connections not yet classified
@@ -64,6 +73,11 @@ func Serve(l net.Listener, grpcSrv *grpc.Server, httpHandler http.Handler) *Mux 
 	m.wg.Add(3)
 	go func() { defer m.wg.Done(); m.recordErr(grpcSrv.Serve(m.grpcConn)) }()
 	go func() { defer m.wg.Done(); m.recordErr(m.httpSrv.Serve(m.httpConn)) }()
+	if !m.grpcOnly {
+		m.h2Srv, m.h2Conn = newTLSHTTP2Server(grpcSrv, httpHandler), newHandoffListener(l.Addr())
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.recordErr(m.h2Srv.Serve(m.h2Conn)) }()
+	}
 	go func() { defer m.wg.Done(); m.acceptLoop() }()
 	return m
 }
@@ -76,6 +90,9 @@ func (m *Mux) Close() error {
 	m.stopAccepting()
 	m.grpcSrv.Stop()
 	err := m.httpSrv.Close()
+	if m.h2Srv != nil {
+		m.h2Srv.Close()
+	}
 	m.wg.Wait()
 	return err
 }
@@ -89,6 +106,11 @@ func (m *Mux) Shutdown(ctx context.Context) error {
 	grpcStopped := make(chan struct{})
 	go func() { m.grpcSrv.GracefulStop(); close(grpcStopped) }()
 	err := m.httpSrv.Shutdown(ctx)
+	if m.h2Srv != nil {
+		if h2Err := m.h2Srv.Shutdown(ctx); err == nil {
+			err = h2Err
+		}
+	}
 	select {
 	case <-grpcStopped:
 	case <-ctx.Done():
@@ -98,6 +120,9 @@ func (m *Mux) Shutdown(ctx context.Context) error {
 	}
 	if err != nil {
 		m.httpSrv.Close()
+		if m.h2Srv != nil {
+			m.h2Srv.Close()
+		}
 	}
 	m.wg.Wait()
 	return err
@@ -141,6 +166,9 @@ func (m *Mux) acceptLoop() {
 	defer func() {
 		m.grpcConn.Close()
 		m.httpConn.Close()
+		if m.h2Conn != nil {
+			m.h2Conn.Close()
+		}
 	}()
 	for {
 		c, err := m.root.Accept()
@@ -191,11 +219,15 @@ func (m *Mux) dispatch(c net.Conn) {
 		c.Close() // HTTP is served on --listen-client-http-urls instead
 		return
 	}
-	target := m.httpConn
-	if isGRPC {
-		target = m.grpcConn
+	pc := &prefixedConn{Conn: c, prefix: prefix}
+	switch {
+	case isGRPC && m.h2Conn != nil && negotiatedH2(c):
+		m.h2Conn.handoff(newTLSH2Conn(pc))
+	case isGRPC:
+		m.grpcConn.handoff(pc)
+	default:
+		m.httpConn.handoff(pc)
 	}
-	target.handoff(&prefixedConn{Conn: c, prefix: prefix})
 }
 
 // sniff reads from c until its bytes either equal the HTTP/2 preface or

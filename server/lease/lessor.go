@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -203,6 +204,8 @@ func (le *Lessor) Grant(id LeaseID, ttl int64) (*Lease, error) {
 		return nil, err
 	}
 	putLease(tx, l)
+	metrics.LeaseGranted.Inc()
+	metrics.LeaseTTL.Observe(float64(l.ttl))
 	return l, nil
 }
 
@@ -247,6 +250,7 @@ func (le *Lessor) Revoke(id LeaseID) error {
 	deleteLease(be.BatchTx(), id)
 	txn.End()
 	close(l.revokec)
+	metrics.LeaseRevoked.Inc()
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // IsPrimary tells whether the lessor is the primary (the member leads).
@@ -175,6 +176,7 @@ func (le *Lessor) refreshRenewed(id LeaseID) (int64, error) {
 		return -1, errs.ErrLeaseNotFound
 	}
 	le.expiries.set(id, l.refresh(le.clock.Now(), 0))
+	metrics.LeaseRenewed.Inc()
 	return l.ttl, nil
 }
 

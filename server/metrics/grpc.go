@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // The server-side gRPC metrics etcd exports (the grpc_server_* family with
@@ -150,9 +152,12 @@ func UnaryServerInterceptor(ctx context.Context, req any, info *grpc.UnaryServer
 	}
 	m.started.Inc()
 	m.received.Inc()
+	countClientRequest(ctx, "unary")
+	addPayload(ClientGRPCReceivedBytes, req)
 	resp, err := handler(ctx, req)
 	if err == nil {
 		m.sent.Inc()
+		addPayload(ClientGRPCSentBytes, resp)
 	}
 	m.done(err, start)
 	return resp, err
@@ -166,6 +171,7 @@ func StreamServerInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		start = time.Now()
 	}
 	m.started.Inc()
+	countClientRequest(ss.Context(), "stream")
 	err := handler(srv, &countingStream{ServerStream: ss, m: m})
 	m.done(err, start)
 	return err
@@ -180,6 +186,7 @@ func (s *countingStream) SendMsg(msg any) error {
 	err := s.ServerStream.SendMsg(msg)
 	if err == nil {
 		s.m.sent.Inc()
+		addPayload(ClientGRPCSentBytes, msg)
 	}
 	return err
 }
@@ -188,6 +195,32 @@ func (s *countingStream) RecvMsg(msg any) error {
 	err := s.ServerStream.RecvMsg(msg)
 	if err == nil {
 		s.m.received.Inc()
+		addPayload(ClientGRPCReceivedBytes, msg)
 	}
 	return err
+}
+
+// clientAPIVersionKey is the metadata key in which etcd's client announces
+// its API version ("3.7").
+const clientAPIVersionKey = "client-api-version"
+
+// countClientRequest counts a call by its type and the client's announced
+// API version ("unknown" for clients that announce none).
+func countClientRequest(ctx context.Context, typ string) {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return
+	}
+	ver := "unknown"
+	if vs := md.Get(clientAPIVersionKey); len(vs) > 0 {
+		ver = vs[0]
+	}
+	ClientRequests.WithLabelValues(typ, ver).Inc()
+}
+
+// addPayload adds the encoded size of a protobuf message to c.
+func addPayload(c prometheus.Counter, msg any) {
+	if pm, ok := msg.(proto.Message); ok {
+		c.Add(float64(proto.Size(pm)))
+	}
 }

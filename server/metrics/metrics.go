@@ -116,6 +116,13 @@ type Source interface {
 	CompactRev() int64
 	// Keys is how many keys the store's index holds.
 	Keys() int
+	// WatchBacklog reports the watchers behind the store's revision and
+	// the events held for watchers whose channel was full.
+	WatchBacklog() (slowWatchers, pendingEvents int)
+	// ClusterVersion is the cluster version ("3.7.0"), "" until decided.
+	ClusterVersion() string
+	// AuthRevision is the auth store's revision.
+	AuthRevision() uint64
 }
 
 type sourceBox struct{ s Source }
@@ -159,6 +166,10 @@ var (
 		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "compact_revision",
 		Help: "Revision of the store's last compaction (-1 if none).",
 	}, fromSource(func(s Source) float64 { return float64(s.CompactRev()) }))
+	authRevision = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "etcd_debugging", Subsystem: "auth", Name: "revision",
+		Help: "The auth store's revision.",
+	}, fromSource(func(s Source) float64 { return float64(s.AuthRevision()) }))
 	keysTotal = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "keys_total",
 		Help: "Number of keys in the store's index.",
@@ -192,11 +203,14 @@ func init() {
 		ReadIndexFailed, QuotaBackendBytes,
 		serverID, serverVersion, goVersion,
 		WALFsyncSeconds, WALWriteBytes, BackendCommitSeconds, BackendDefragSeconds,
-		dbTotalSize, dbTotalSizeInUse, currentRevision, compactRevision, keysTotal,
+		dbTotalSize, dbTotalSizeInUse, currentRevision, compactRevision, keysTotal, authRevision,
 		MVCCPut, MVCCDelete, MVCCRange, MVCCTxn,
 	)
 	goVersion.WithLabelValues(runtime.Version()).Set(1)
 	registerGRPC()
+	registerNetwork()
+	registerServer()
+	registerStore()
 }
 
 // SetServerVersion records the etcd version the server reports.

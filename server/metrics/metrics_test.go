@@ -110,6 +110,11 @@ func (fakeSource) DBSizeInUse() int64 { return 2048 }
 func (fakeSource) Rev() int64         { return 7 }
 func (fakeSource) CompactRev() int64  { return -1 }
 func (fakeSource) Keys() int          { return 3 }
+func (fakeSource) WatchBacklog() (int, int) {
+	return 2, 5
+}
+func (fakeSource) ClusterVersion() string { return "3.7.0" }
+func (fakeSource) AuthRevision() uint64   { return 4 }
 
 func TestSource(t *testing.T) {
 	SetSource(fakeSource{})
@@ -117,6 +122,8 @@ func TestSource(t *testing.T) {
 	for series, want := range map[string]float64{
 		"etcd_mvcc_db_total_size_in_bytes": 4096, "etcd_mvcc_db_total_size_in_use_in_bytes": 2048,
 		"etcd_debugging_mvcc_current_revision": 7, "etcd_debugging_mvcc_compact_revision": -1, "etcd_debugging_mvcc_keys_total": 3,
+		"etcd_debugging_mvcc_slow_watcher_total": 2, "etcd_debugging_mvcc_pending_events_total": 5,
+		`etcd_cluster_version{cluster_version="3.7"}`: 1, "etcd_debugging_auth_revision": 4,
 	} {
 		if got := value(t, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -44,10 +45,14 @@ func (t *Transport) servePipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	m := &raftpb.Message{}
 	if err := proto.Unmarshal(b, m); err != nil {
+		metrics.PeerReceivedFailures.WithLabelValues(r.Header.Get(hdrFrom)).Inc()
 		http.Error(w, "error unmarshalling raft message", http.StatusBadRequest)
 		return
 	}
+	from := metrics.ID(m.GetFrom())
+	metrics.PeerReceivedBytes.WithLabelValues(from).Add(float64(len(b)))
 	if err := t.process(r.Context(), m); err != nil {
+		metrics.PeerReceivedFailures.WithLabelValues(from).Inc()
 		writeProcessError(w, err, "error processing raft message")
 		t.lg.Warn("failed to process raft message", zap.Error(err))
 		return
@@ -88,20 +93,38 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	index := m.GetSnapshot().GetMetadata().GetIndex()
-	lg := t.lg.With(zap.String("remote-snapshot-sender-id", idString(m.GetFrom())), zap.Uint64("incoming-snapshot-index", index))
+	from := metrics.ID(m.GetFrom())
+	lg := t.lg.With(zap.String("remote-snapshot-sender-id", from), zap.Uint64("incoming-snapshot-index", index))
 	lg.Info("receiving database snapshot")
-	if err := t.saveSnapshotDB(r.Body, index); err != nil {
+	inflight := metrics.SnapshotReceiveInflight.WithLabelValues(from)
+	inflight.Inc()
+	defer inflight.Dec()
+	start := time.Now()
+	if err := t.receiveSnapshot(w, r, m, lg); err != nil {
+		metrics.SnapshotReceiveFailures.WithLabelValues(from).Inc()
+		return
+	}
+	metrics.SnapshotReceiveSuccess.WithLabelValues(from).Inc()
+	metrics.SnapshotReceiveSeconds.WithLabelValues(from).Observe(time.Since(start).Seconds())
+	lg.Info("received and saved database snapshot")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// receiveSnapshot saves the database that follows MsgSnap m and steps m;
+// on failure it has answered the request.
+func (t *Transport) receiveSnapshot(w http.ResponseWriter, r *http.Request, m *raftpb.Message, lg *zap.Logger) error {
+	body := countingReader{r.Body, metrics.PeerReceivedBytes.WithLabelValues(metrics.ID(m.GetFrom()))}
+	if err := t.saveSnapshotDB(body, m.GetSnapshot().GetMetadata().GetIndex()); err != nil {
 		lg.Warn("failed to save incoming database snapshot", zap.Error(err))
 		http.Error(w, fmt.Sprintf("failed to save KV snapshot (%v)", err), http.StatusInternalServerError)
-		return
+		return err
 	}
 	if err := t.process(r.Context(), m); err != nil {
 		lg.Warn("failed to process snapshot message", zap.Error(err))
 		writeProcessError(w, err, fmt.Sprintf("failed to process raft message (%v)", err))
-		return
+		return err
 	}
-	lg.Info("received and saved database snapshot")
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (t *Transport) saveSnapshotDB(r io.Reader, index uint64) error {

@@ -29,6 +29,7 @@ type peer struct {
 	lg     *zap.Logger
 	urls   *urlPicker
 	status *peerStatus
+	m      *peerMetrics
 
 	msgAppWriter *streamWriter // MsgApp, msgappv2 format
 	msgWriter    *streamWriter // everything else, message format
@@ -53,9 +54,10 @@ func newPeer(t *Transport, id uint64, urls []string) (*peer, error) {
 	}
 	lg := t.lg.With(zap.String("remote-peer-id", idString(id)))
 	ctx, cancel := context.WithCancel(context.Background())
+	m := newPeerMetrics(t.cfg.ID, id)
 	p := &peer{
-		t: t, id: id, lg: lg, urls: picker,
-		status: &peerStatus{lg: lg},
+		t: t, id: id, lg: lg, urls: picker, m: m,
+		status: &peerStatus{lg: lg, m: m},
 		recvc:  make(chan *raftpb.Message, recvQueueSize),
 		propc:  make(chan *raftpb.Message, propQueueSize),
 		ctx:    ctx, cancel: cancel,
@@ -76,6 +78,7 @@ func (p *peer) start() {
 	}
 	p.goSafe(func() { p.deliver(p.recvc) })
 	p.goSafe(func() { p.deliver(p.propc) })
+	p.goSafe(p.probe)
 }
 
 // goSafe runs f on a goroutine the peer waits for on stop; it reports
@@ -101,6 +104,7 @@ func (p *peer) stop() {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	p.m.forget()
 }
 
 // deliver steps received messages into raft in the order they arrived.
@@ -130,6 +134,7 @@ func (p *peer) send(m *raftpb.Message) {
 	case q <- m:
 	default:
 		p.dropped.Add(1)
+		p.m.sentFailures.Inc()
 		p.t.reports.reportUnreachable(p.id)
 		p.lg.Debug("dropped raft message: sending buffer is full",
 			zap.String("message-type", m.GetType().String()), zap.String("path", path))
@@ -162,6 +167,7 @@ func (p *peer) failed(u url.URL, what string, err error) {
 // peerStatus tracks whether the peer is reachable and since when.
 type peerStatus struct {
 	lg     *zap.Logger
+	m      *peerMetrics
 	mu     sync.Mutex
 	active bool
 	since  time.Time
@@ -173,6 +179,7 @@ func (s *peerStatus) activate() {
 	if !s.active {
 		s.lg.Info("peer became active")
 		s.active, s.since = true, time.Now()
+		s.m.active.Set(1)
 	}
 }
 
@@ -182,6 +189,8 @@ func (s *peerStatus) deactivate(what string, err error) {
 	if s.active {
 		s.lg.Warn("peer became inactive", zap.String("failed", what), zap.Error(err))
 		s.active, s.since = false, time.Time{}
+		s.m.active.Set(0)
+		s.m.disconnected.Inc()
 	}
 }
 

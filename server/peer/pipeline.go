@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
@@ -49,10 +50,12 @@ func (pl *pipeline) send(m *raftpb.Message) {
 		if p.ctx.Err() != nil {
 			return
 		}
+		p.m.sentFailures.Inc()
 		p.failed(u, "pipeline post", err)
 		p.t.reports.reportUnreachable(p.id)
 		return
 	}
+	p.m.sentBytes.Add(float64(len(data)))
 	p.status.activate()
 }
 
@@ -92,9 +95,15 @@ func (p *peer) post(u url.URL, path, contentType string, body io.Reader, size in
 // outcome to raft.
 func (p *peer) sendSnapshot(m *raftpb.Message) {
 	failpoint.Inject("peerBeforeSendSnapshot")
+	to := p.m.remote
+	inflight := metrics.SnapshotSendInflight.WithLabelValues(to)
+	inflight.Inc()
+	start := time.Now()
 	u := p.urls.pick()
 	err := p.uploadSnapshot(u, m)
+	inflight.Dec() // before raft hears the outcome
 	if err != nil {
+		metrics.SnapshotSendFailures.WithLabelValues(to).Inc()
 		p.lg.Warn("failed to send database snapshot",
 			zap.Uint64("snapshot-index", m.GetSnapshot().GetMetadata().GetIndex()), zap.Error(err))
 		p.failed(u, "snapshot post", err)
@@ -102,6 +111,8 @@ func (p *peer) sendSnapshot(m *raftpb.Message) {
 		p.t.reports.reportSnapshot(p.id, raft.SnapshotFailure)
 		return
 	}
+	metrics.SnapshotSendSuccess.WithLabelValues(to).Inc()
+	metrics.SnapshotSendSeconds.WithLabelValues(to).Observe(time.Since(start).Seconds())
 	p.status.activate()
 	p.lg.Info("sent database snapshot", zap.Uint64("snapshot-index", m.GetSnapshot().GetMetadata().GetIndex()))
 	p.t.reports.reportSnapshot(p.id, raft.SnapshotFinish)
@@ -124,6 +135,6 @@ func (p *peer) uploadSnapshot(u url.URL, m *raftpb.Message) error {
 	if size >= 0 {
 		total = int64(len(head)) + size
 	}
-	body := io.MultiReader(bytes.NewReader(head), db)
+	body := countingReader{io.MultiReader(bytes.NewReader(head), db), p.m.sentBytes}
 	return p.post(u, snapshotPath, "application/octet-stream", body, total, p.t.clients.snapshot)
 }

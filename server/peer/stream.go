@@ -149,6 +149,7 @@ func (w *streamWriter) run() {
 			}
 		case m := <-st.msgc:
 			if err := st.write(m, len(st.msgc) == 0 || st.batched > streamQueueSize/2); err != nil {
+				w.p.m.sentFailures.Inc()
 				w.close(&st, err)
 				w.p.t.reports.reportUnreachable(w.p.id)
 			}
@@ -181,7 +182,7 @@ func (st *streamWriterState) write(m *raftpb.Message, flush bool) error {
 func (w *streamWriter) open(st *streamWriterState, c *outgoingConn) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	*st = streamWriterState{conn: c, enc: w.typ.encoder(c), msgc: w.msgc}
+	*st = streamWriterState{conn: c, enc: w.typ.encoder(countingWriter{c, w.p.m.sentBytes}), msgc: w.msgc}
 	w.working = true
 	w.opened++
 	w.p.status.activate()
@@ -233,6 +234,7 @@ func (r *streamReader) run() {
 			return
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
+			r.p.m.receivedFailed.Inc()
 			r.p.status.deactivate(string(r.typ)+" stream read", err)
 		}
 		if !sleepCtx(r.p.ctx, delay) {
@@ -301,7 +303,7 @@ func streamDialError(resp *http.Response) error {
 // readAll decodes messages until the stream ends. A full receive queue
 // drops the message, as raft will resend.
 func (r *streamReader) readAll(body io.Reader) error {
-	dec := r.typ.decoder(body, r.p.t.cfg.ID, r.p.id)
+	dec := r.typ.decoder(countingReader{body, r.p.m.receivedBytes}, r.p.t.cfg.ID, r.p.id)
 	for {
 		m, err := dec.decode()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
@@ -132,6 +133,7 @@ func (t *Transport) Start() error {
 		return errors.New("peer: Transport already started")
 	}
 	t.clients = newClients(t.cfg)
+	metrics.PeerKnown.WithLabelValues(metrics.ID(t.cfg.ID), metrics.ID(t.cfg.ID)).Set(1)
 	t.reports = newReporter(t.cfg.Raft)
 	go t.reports.run()
 	t.started = true

@@ -95,6 +95,7 @@ type Node struct {
 	leaderMu   sync.Mutex
 	leaderc    chan struct{} // closed and replaced when the leader changes
 	electedAt  time.Time     // when the current leader became known; guarded by leaderMu
+	heartbeats heartbeatWatch
 
 	started  atomic.Bool
 	stopOnce sync.Once
@@ -112,6 +113,7 @@ func New(cfg Config) *Node {
 		cfg:        cfg,
 		lg:         cfg.Logger,
 		rn:         cfg.RawNode,
+		heartbeats: heartbeatWatch{interval: cfg.TickInterval}, // HeartbeatTick is 1
 		propNotify: make(chan struct{}, 1),
 		opc:        make(chan func(*raft.RawNode)),
 		applyc:     make(chan ToApply, 64),
@@ -424,6 +426,7 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 		return true, nil
 	}
 	isLeader := n.Leader() == n.cfg.ID
+	n.heartbeats.observe(n.lg, isLeader, rd.Messages, time.Now())
 	if isLeader {
 		failpoint.Inject("raftBeforeLeaderSend")
 		n.cfg.Transport.Send(rd.Messages)

@@ -2,9 +2,11 @@ package snap
 
 import (
 	"fmt"
+	"github.com/cairnkv/cairn/server/metrics"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cairnkv/cairn/pkg/fileutil"
 	"go.uber.org/zap"
@@ -15,13 +17,16 @@ import (
 // temporary file that is fsynced and then renamed, so the final name only
 // ever holds a complete database. It returns the bytes read from r.
 func (s *Snapshotter) SaveDBFrom(r io.Reader, id uint64) (int64, error) {
+	start := time.Now()
 	f, err := os.CreateTemp(s.dir, "tmp")
 	if err != nil {
 		return 0, err
 	}
 	n, err := io.Copy(f, r)
 	if err == nil {
+		fsyncStart := time.Now()
 		err = fileutil.Fsync(f)
+		metrics.SnapDBFsyncSeconds.Observe(time.Since(fsyncStart).Seconds())
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -43,6 +48,7 @@ func (s *Snapshotter) SaveDBFrom(r io.Reader, id uint64) (int64, error) {
 	if err := fileutil.FsyncDir(s.dir); err != nil {
 		return n, err
 	}
+	metrics.SnapDBSaveSeconds.Observe(time.Since(start).Seconds())
 	s.lg.Info("saved database snapshot to disk", zap.String("path", path), zap.Int64("bytes", n))
 	return n, nil
 }

@@ -31,7 +31,7 @@ func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (
 		return nil, err
 	}
 	return &pb.MemberAddResponse{
-		Header:  completeHeader(c.s, nil),
+		Header:  clusterHeader(c.s),
 		Member:  &pb.Member{ID: m.ID, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner},
 		Members: membersToPB(members),
 	}, nil
@@ -42,7 +42,7 @@ func (c *clusterServer) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequ
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberRemoveResponse{Header: completeHeader(c.s, nil), Members: membersToPB(members)}, nil
+	return &pb.MemberRemoveResponse{Header: clusterHeader(c.s), Members: membersToPB(members)}, nil
 }
 
 func (c *clusterServer) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
@@ -50,7 +50,7 @@ func (c *clusterServer) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequ
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberUpdateResponse{Header: completeHeader(c.s, nil), Members: membersToPB(members)}, nil
+	return &pb.MemberUpdateResponse{Header: clusterHeader(c.s), Members: membersToPB(members)}, nil
 }
 
 func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
@@ -58,7 +58,7 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberListResponse{Header: completeHeader(c.s, nil), Members: membersToPB(members)}, nil
+	return &pb.MemberListResponse{Header: clusterHeader(c.s), Members: membersToPB(members)}, nil
 }
 
 func (c *clusterServer) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
@@ -66,7 +66,17 @@ func (c *clusterServer) MemberPromote(ctx context.Context, r *pb.MemberPromoteRe
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberPromoteResponse{Header: completeHeader(c.s, nil), Members: membersToPB(members)}, nil
+	return &pb.MemberPromoteResponse{Header: clusterHeader(c.s), Members: membersToPB(members)}, nil
+}
+
+// clusterHeader is the header of a Cluster service answer: etcd's carries
+// the cluster and member IDs and the raft term but no revision, since
+// membership is not part of the key space (a JSON gateway client sees the
+// field missing).
+func clusterHeader(s Server) *pb.ResponseHeader {
+	h := completeHeader(s, nil)
+	h.Revision = 0
+	return h
 }
 
 // membersToPB converts members to the API's messages, ordered by ID.

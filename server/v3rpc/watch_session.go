@@ -3,6 +3,7 @@ package v3rpc
 import (
 	"context"
 	"errors"
+	"github.com/cairnkv/cairn/server/metrics"
 	"io"
 	"time"
 
@@ -68,14 +69,20 @@ func (ss *watchSession) run() error {
 		var err error
 		select {
 		case req := <-ss.reqs:
+			start := time.Now()
 			err = ss.handle(req)
+			metrics.WatchSendControlSeconds.Observe(time.Since(start).Seconds())
 		case resp, ok := <-ss.mws.Chan():
 			if !ok {
 				return errWatchStoreClosed
 			}
+			start := time.Now()
 			err = ss.forward(resp)
+			metrics.ObserveWatchSend(time.Since(start), len(resp.Events))
 		case <-ticker.C:
+			start := time.Now()
 			ss.notifyProgress()
+			metrics.WatchSendProgressSeconds.Observe(time.Since(start).Seconds())
 		case err = <-ss.recvErr:
 			return streamEndError(err)
 		case <-ss.ctx.Done():

@@ -318,6 +318,7 @@ func (w *WAL) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 		return nil
 	}
 	mustSync := raft.MustSync(st, w.state, len(ents))
+	start := time.Now()
 	for _, e := range ents {
 		if err := w.saveEntry(e); err != nil {
 			return err
@@ -326,6 +327,7 @@ func (w *WAL) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 	if err := w.saveState(st); err != nil {
 		return err
 	}
+	metrics.WALWriteSeconds.Observe(time.Since(start).Seconds())
 	if w.encoder.end() < SegmentSizeBytes {
 		if mustSync {
 			return w.sync()

@@ -198,6 +198,7 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	if log := logSince(t, c.members[f]); !strings.Contains(log, "applied snapshot") {
 		t.Errorf("restarted m%d did not log applying a snapshot from the leader; its log since restart:\n%s", f, log)
 	}
+	assertSnapshotTransferMetrics(t, c, l, f)
 }
 
 // TestClusterGracefulStopLeaderTransfer SIGTERMs the leader of a cluster
@@ -386,4 +387,38 @@ func TestClusterRestartWithOtherInitialCluster(t *testing.T) {
 	}
 	c.waitLeader(c.all()...)
 	c.assertConsistent(t, c.all()...)
+}
+
+// assertSnapshotTransferMetrics checks that the snapshot leader l sent to
+// follower f shows in both members' metrics, and that nothing is left in
+// flight.
+func assertSnapshotTransferMetrics(t *testing.T, c *cluster, l, f int) {
+	t.Helper()
+	sender := parseExposition(t, scrapeText(t, c.members[l].clientURL))
+	receiver := parseExposition(t, scrapeText(t, c.members[f].clientURL))
+	to, from := fmt.Sprintf(`To="%x"`, c.ids[f]), fmt.Sprintf(`From="%x"`, c.ids[l])
+	for _, tc := range []struct {
+		e      exposition
+		series string
+		min    float64
+	}{
+		{sender, "etcd_network_snapshot_send_success{" + to + "}", 1},
+		{sender, "etcd_network_snapshot_send_total_duration_seconds_count{" + to + "}", 1},
+		{sender, "etcd_disk_backend_snapshot_duration_seconds_count", 1},
+		{receiver, "etcd_network_snapshot_receive_success{" + from + "}", 1},
+		{receiver, "etcd_network_snapshot_receive_total_duration_seconds_count{" + from + "}", 1},
+		{receiver, "etcd_snap_db_save_total_duration_seconds_count", 1},
+	} {
+		if v := tc.e.get(t, tc.series); v < tc.min {
+			t.Errorf("%s = %v, want at least %v", tc.series, v, tc.min)
+		}
+	}
+	for _, series := range []string{"etcd_network_snapshot_send_inflights_total{" + to + "}"} {
+		if v := sender.get(t, series); v != 0 {
+			t.Errorf("%s = %v after the transfer", series, v)
+		}
+	}
+	if v := receiver.get(t, "etcd_server_snapshot_apply_in_progress_total"); v != 0 {
+		t.Errorf("snapshot_apply_in_progress_total = %v after the snapshot was applied", v)
+	}
 }

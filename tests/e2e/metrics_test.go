@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,79 +170,6 @@ func TestMetricsExtensive(t *testing.T) {
 		t.Errorf("handling_seconds_count for Put = %v, want >= 1", v)
 	}
 	e.get(t, `grpc_server_handling_seconds_bucket{grpc_method="Put",grpc_service="etcdserverpb.KV",grpc_type="unary",le="0.005"}`)
-}
-
-// Every etcd_* and grpc_server_* family cairn exports must exist in real
-// etcd v3.7.3 with the same type and label names.
-func TestMetricsMatchEtcd(t *testing.T) {
-	bin := etcdBinary(t)
-	m := startMember(t, memberOpts{args: []string{"--metrics", "extensive"}})
-	mustPut(t, m.client(t), "k", "v")
-	ours := parseExposition(t, scrapeText(t, m.clientURL))
-
-	dir := t.TempDir()
-	client, peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "--data-dir", filepath.Join(dir, "d"), "--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "default="+peer, "--metrics", "extensive")
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
-	must(t, err)
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second})
-	must(t, err)
-	defer cli.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := cli.Put(ctx(t), "k", "v"); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("real etcd not serving: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	theirs := parseExposition(t, scrapeText(t, client))
-
-	labelsOf := func(e exposition, family string) map[string]bool {
-		out := map[string]bool{}
-		for s := range e.series {
-			name, labels, _ := strings.Cut(s, "{")
-			if name != family && strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") != family {
-				continue
-			}
-			for _, kv := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
-				if k, _, ok := strings.Cut(kv, "="); ok && k != "le" {
-					out[k] = true
-				}
-			}
-		}
-		return out
-	}
-	var checked []string
-	for family, typ := range ours.types {
-		if !strings.HasPrefix(family, "etcd_") && !strings.HasPrefix(family, "grpc_server_") {
-			continue
-		}
-		checked = append(checked, family)
-		if theirs.types[family] == "" {
-			t.Errorf("%s: not exported by etcd", family)
-			continue
-		}
-		if theirs.types[family] != typ {
-			t.Errorf("%s: type %s, etcd's is %s", family, typ, theirs.types[family])
-		}
-		if a, b := fmt.Sprint(labelsOf(ours, family)), fmt.Sprint(labelsOf(theirs, family)); a != b {
-			t.Errorf("%s: labels %s, etcd's are %s", family, a, b)
-		}
-	}
-	sort.Strings(checked)
-	t.Logf("compared %d families with etcd: %s", len(checked), strings.Join(checked, " "))
-	for _, must := range []string{"etcd_server_has_leader", "etcd_disk_wal_fsync_duration_seconds", "grpc_server_handled_total"} {
-		if ours.types[must] == "" {
-			t.Errorf("%s not exported", must)
-		}
-	}
 }
 
 func TestListenClientHTTPURLs(t *testing.T) {

@@ -174,7 +174,7 @@ func newTLSMember(t testing.TB, o tlsMemberOpts) *member {
 	}, o.args...)
 	t.Cleanup(func() {
 		if m.running() {
-			if err := m.stop(); err != nil {
+			if err := gracefulExit(m.stop()); err != nil {
 				t.Errorf("stopping member %s: %v", m.name, err)
 			}
 		}

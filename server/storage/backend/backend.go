@@ -206,6 +206,10 @@ func (b *backend) commitTxs(reopen bool) {
 	}
 	failpoint.Inject("afterCommit")
 	metrics.BackendCommitSeconds.Observe(time.Since(start).Seconds())
+	st := b.batch.tx.Stats()
+	metrics.BackendCommitRebalanceSeconds.Observe(st.GetRebalanceTime().Seconds())
+	metrics.BackendCommitSpillSeconds.Observe(st.GetSpillTime().Seconds())
+	metrics.BackendCommitWriteSeconds.Observe(st.GetWriteTime().Seconds())
 	b.batch.tx = nil
 	b.batch.discardHeld()
 	b.read.released.Store(&releasedWrites{})

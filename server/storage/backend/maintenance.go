@@ -28,11 +28,30 @@ var errClosed = errors.New("backend: closed")
 
 // snapshot is a bbolt read tx kept open until Close; bbolt's copy-on-write
 // pages make it a consistent view while writes go on.
-type snapshot struct{ tx *bolt.Tx }
+type snapshot struct {
+	tx    *bolt.Tx
+	start time.Time
+}
 
 func (s *snapshot) Size() int64                        { return s.tx.Size() }
 func (s *snapshot) WriteTo(w io.Writer) (int64, error) { return s.tx.WriteTo(w) }
-func (s *snapshot) Close() error                       { return s.tx.Rollback() }
+
+// Close ends the view; the time it was open is the snapshot's duration
+// (etcd_disk_backend_snapshot_duration_seconds), as the copy happens while
+// it is.
+func (s *snapshot) Close() error {
+	metrics.BackendSnapshotSeconds.Observe(time.Since(s.start).Seconds())
+	return rollbackView(s.tx)
+}
+
+// rollbackView ends a read tx opened by commitAndView.
+func rollbackView(tx *bolt.Tx) error {
+	err := tx.Rollback()
+	if err == nil {
+		metrics.OpenReadTxns.Dec()
+	}
+	return err
+}
 
 // Snapshot commits, then returns a view of exactly that commit. Until it is
 // closed bbolt cannot remap the file and Defrag cannot finish.
@@ -41,7 +60,7 @@ func (b *backend) Snapshot() Snapshot {
 	if err != nil {
 		b.lg.Fatal("failed to begin a snapshot tx", zap.Error(err))
 	}
-	return &snapshot{tx: tx}
+	return &snapshot{tx: tx, start: time.Now()}
 }
 
 // commitAndView commits the batch and opens a bbolt read tx on that commit
@@ -53,7 +72,11 @@ func (b *backend) commitAndView() (*bolt.Tx, error) {
 		return nil, errClosed
 	}
 	b.commitLocked(true)
-	return b.db.Begin(false)
+	tx, err := b.db.Begin(false)
+	if err == nil {
+		metrics.OpenReadTxns.Inc()
+	}
+	return tx, err
 }
 
 // Hash follows etcd's backend hash: for each bucket in bbolt order, the
@@ -64,7 +87,9 @@ func (b *backend) Hash(ignores func(bucket, key []byte) bool) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer func() { _ = rollbackView(tx) }()
+	start := time.Now()
+	defer func() { metrics.HashSeconds.Observe(time.Since(start).Seconds()) }()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	err = tx.ForEach(func(name []byte, bucket *bolt.Bucket) error {
 		h.Write(name)
@@ -92,7 +117,11 @@ func (b *backend) Defrag() error {
 		return errClosed
 	}
 	start := time.Now()
-	defer func() { metrics.BackendDefragSeconds.Observe(time.Since(start).Seconds()) }()
+	metrics.DefragInflight.Set(1)
+	defer func() {
+		metrics.DefragInflight.Set(0)
+		metrics.BackendDefragSeconds.Observe(time.Since(start).Seconds())
+	}()
 	sizeBefore, inUseBefore := b.Size(), b.SizeInUse()
 	b.lg.Info("defragmenting", zap.String("path", b.cfg.Path),
 		zap.Int64("current-db-size-bytes", sizeBefore),

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // readTx is the backend's one shared read view: a bbolt read transaction on
@@ -44,6 +46,7 @@ func (rt *readTx) RUnlock() { rt.mu.RUnlock() }
 // which tx now contains. The caller holds mu exclusively.
 func (rt *readTx) reopen(tx *bolt.Tx) {
 	rt.tx = tx
+	metrics.OpenReadTxns.Inc()
 	rt.released.Store(&releasedWrites{})
 	clear(rt.buckets)
 	// Open every bucket now so that concurrent readers only read the map.
@@ -58,6 +61,7 @@ func (rt *readTx) close() {
 	if rt.tx != nil {
 		_ = rt.tx.Rollback()
 		rt.tx = nil
+		metrics.OpenReadTxns.Dec()
 	}
 	clear(rt.buckets)
 }

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"github.com/cairnkv/cairn/server/metrics"
 	"sync"
 	"time"
 
@@ -154,15 +155,21 @@ func (s *Store) physicalCompact(rev, prevRev int64, quit <-chan struct{}) (_ Key
 	start := time.Now()
 	keep := s.index.Compact(rev)
 	h := newKVHasher(prevRev, rev, keep)
+	metrics.IndexCompactionPauseMs.Observe(float64(time.Since(start)) / float64(time.Millisecond))
 	from := RevToBytes(Revision{})
 	end := RevToBytes(Revision{Main: rev + 1})
 	deleted := 0
 	for {
+		roundStart := time.Now()
 		n, next, finished := s.compactRound(rev, keep, h, from, end)
+		metrics.CompactionPauseMs.Observe(float64(time.Since(roundStart)) / float64(time.Millisecond))
+		metrics.CompactionKeys.Add(float64(n))
 		deleted += n
 		if finished {
 			failpoint.Inject("compactAfterSetFinishedCompact")
 			sum := h.sum()
+			metrics.CompactionTotalMs.Observe(float64(time.Since(start)) / float64(time.Millisecond))
+			metrics.CompactionLast.Set(float64(time.Now().Unix()))
 			s.lg.Info("finished scheduled compaction",
 				zap.Int64("compact-revision", rev),
 				zap.Int("deleted-revisions", deleted),

@@ -6,8 +6,11 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/metrics"
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -46,6 +49,8 @@ func (s *Store) hashKV(rev int64) (KeyValueHash, int64, error) {
 		rev = currentRev
 	}
 	keep := s.index.Keep(rev)
+	start := time.Now()
+	defer func() { metrics.HashRevSeconds.Observe(time.Since(start).Seconds()) }()
 
 	tx := s.b.ReadTx()
 	tx.RLock()

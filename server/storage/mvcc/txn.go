@@ -3,6 +3,7 @@ package mvcc
 import (
 	"context"
 	"fmt"
+	"github.com/cairnkv/cairn/server/metrics"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.uber.org/zap"
@@ -193,6 +194,7 @@ func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 		Lease:          lease,
 	}
 	t.tx.UnsafePut(backend.BucketKey, RevToBytes(idxRev), mustMarshal(kv))
+	metrics.TotalPutSize.Add(float64(len(key) + len(value)))
 	t.s.index.Put(key, idxRev)
 	t.changes = append(t.changes, kv)
 	return rev

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/cairnkv/cairn/server/metrics"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -88,6 +89,7 @@ func (s *Store) NewWatchStream() WatchStream {
 }
 
 func (s *Store) newWatchStream(chanLen int) *watchStream {
+	metrics.WatchStreams.Inc()
 	return &watchStream{
 		h:        s.watch,
 		ch:       make(chan WatchResponse, chanLen),
@@ -127,6 +129,7 @@ func (ws *watchStream) Watch(id WatchID, key, end []byte, startRev int64, fcs ..
 	w := &watcher{id: id, stream: ws, r: r, startRev: startRev, fcs: fcs}
 	ws.watchers[id] = w
 	ws.h.add(w)
+	metrics.Watchers.Inc()
 	return id, nil
 }
 
@@ -168,6 +171,7 @@ func (ws *watchStream) Cancel(id WatchID) error {
 	}
 	ws.h.remove(w)
 	delete(ws.watchers, id)
+	metrics.Watchers.Dec()
 	return nil
 }
 
@@ -179,6 +183,8 @@ func (ws *watchStream) Close() {
 	}
 	ws.closed = true
 	ws.h.closeStream(ws)
+	metrics.Watchers.Sub(float64(len(ws.watchers)))
+	metrics.WatchStreams.Dec()
 	clear(ws.watchers)
 }
 
@@ -238,6 +244,7 @@ func (w *watcher) wants(ev *mvccpb.Event) bool {
 func (w *watcher) trySend(resp WatchResponse) bool {
 	select {
 	case w.stream.ch <- resp:
+		metrics.WatchEvents.Add(float64(len(resp.Events)))
 		return true
 	default:
 		return false

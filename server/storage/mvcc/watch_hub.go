@@ -80,6 +80,19 @@ func (h *watchHub) wake() {
 	}
 }
 
+// WatchBacklog reports the watchers behind the notified revision (catching
+// up or holding an undelivered response) and the events those responses
+// hold, for the metrics scrape.
+func (s *Store) WatchBacklog() (slowWatchers, pendingEvents int) {
+	h := s.watch
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.victims {
+		pendingEvents += len(p.resp.Events)
+	}
+	return len(h.unsynced) + len(h.victims), pendingEvents
+}
+
 // add places a new watcher: synced if it starts after the notified
 // revision, unsynced (caught up in the background) otherwise.
 func (h *watchHub) add(w *watcher) {
