@@ -96,16 +96,24 @@ func (s *Server) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 
 // MemberPromote makes learner id a voter once it has caught up.
 func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Member, error) {
+	if s.Leader() != s.id {
+		// Only the leader knows how far the learner is: ask it. As in
+		// etcd, a follower forwards without judging the member itself:
+		// it may not have applied the learner's addition yet.
+		return s.forwardPromote(ctx, id)
+	}
+	// Judge the membership as committed, not as applied so far (etcd's
+	// waitAppliedIndex): the MemberAdd a client saw succeed elsewhere may
+	// still be on its way through this member's apply loop.
+	if err := s.waitCommittedApplied(ctx); err != nil {
+		return nil, err
+	}
 	m := s.findMember(id)
 	if m == nil {
 		return nil, errs.ErrIDNotFound
 	}
 	if !m.IsLearner {
 		return nil, errs.ErrMemberNotLearner
-	}
-	if s.Leader() != s.id {
-		// Only the leader knows how far the learner is: ask it.
-		return s.forwardPromote(ctx, id)
 	}
 	if err := s.learnerReady(id); err != nil {
 		metrics.LearnerPromoteFailures.WithLabelValues(promoteFailureReason(err)).Inc()
@@ -118,6 +126,22 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 		metrics.LearnerPromoteSuccesses.Inc()
 	}
 	return members, err
+}
+
+// waitCommittedApplied waits until every entry committed now is applied.
+func (s *Server) waitCommittedApplied(ctx context.Context) error {
+	st, err := s.node.Status()
+	if err != nil {
+		return errs.ErrStopped
+	}
+	select {
+	case <-s.appliedWait.Wait(st.GetCommit()):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return errs.ErrStopped
+	}
 }
 
 func (s *Server) checkAdd(m *membership.Member) error {
