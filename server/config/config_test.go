@@ -328,7 +328,7 @@ func TestConfigFileErrors(t *testing.T) {
 	}{
 		{"bad url", "listen-peer-urls: ftp://x:1\n", "unexpected error setting up listen-peer-urls: URL scheme must be"},
 		{"bad state", "initial-cluster-state: old\n", `unexpected clusterState "old"`},
-		{"unsupported", "discovery-srv: example.com\n", "cairn: --discovery-srv is not supported yet"},
+		{"unsupported", "enable-log-rotation: true\n", "cairn: --enable-log-rotation is not supported yet"},
 		{"unknown cipher", "cipher-suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, not_found]\n", `unexpected TLS cipher suite "not_found"`},
 		{"bad yaml", "name: [\n", "yaml"},
 		{"bad gate", "feature-gates: X=true\n", "unrecognized feature gate: X"},

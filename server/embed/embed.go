@@ -57,6 +57,17 @@ func usesV3Discovery(cfg *config.Config) bool {
 // StartMember opens the member and starts serving. It returns once the
 // listeners are bound; ReadyNotify says when requests are served.
 func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
+	if cfg.DNSCluster != "" {
+		// --discovery-srv: the SRV records are the initial cluster, read
+		// at every start as etcd does.
+		cluster, err := cfg.ClusterFromDNS(lg)
+		if err != nil {
+			return nil, err
+		}
+		resolved := *cfg
+		resolved.InitialCluster = cluster
+		cfg = &resolved
+	}
 	ecfg, err := memberConfig(cfg, lg)
 	if err != nil {
 		return nil, err
