@@ -33,11 +33,14 @@ var harmlessFeatureGates = map[string]bool{
 // bucket, so the gate changes nothing but is accepted (etcd requires
 // LeaseCheckpoint with it; see validateMisc). InitialCorruptCheck and
 // CompactHashCheck: etcd's corruption checks (server/etcdserver/corrupt.go).
+// StopGRPCServiceOnDefrag: the gRPC health service reports NOT_SERVING
+// during a defragmentation (server/v3rpc/health.go).
 var honouredFeatureGates = map[string]bool{
-	"LeaseCheckpoint":        true,
-	"LeaseCheckpointPersist": true,
-	"InitialCorruptCheck":    true,
-	"CompactHashCheck":       true,
+	"LeaseCheckpoint":         true,
+	"LeaseCheckpointPersist":  true,
+	"StopGRPCServiceOnDefrag": true,
+	"InitialCorruptCheck":     true,
+	"CompactHashCheck":        true,
 }
 
 // cairnGateDefault is a gate's default where cairn's differs from etcd's

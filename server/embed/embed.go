@@ -141,6 +141,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		KeepAliveMinTime: cfg.GRPCKeepAliveMinTime, KeepAliveInterval: cfg.GRPCKeepAliveInterval, KeepAliveTimeout: cfg.GRPCKeepAliveTimeout,
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
+		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 	})
 	if m.self, err = startClientServices(m.grpc); err != nil {
 		m.grpc.Stop()

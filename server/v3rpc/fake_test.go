@@ -31,6 +31,9 @@ type fakeServer struct {
 	// rangeFailAt makes the Range call with this 1-based index fail with
 	// errs.ErrTimeout (0: never).
 	rangeFailAt int
+	// defragEntered, when set, is closed by Defragment, which then waits
+	// for defragRelease.
+	defragEntered, defragRelease chan struct{}
 }
 
 const (
@@ -178,7 +181,12 @@ func (f *fakeServer) HashKV(_ context.Context, rev int64) (*pb.HashKVResponse, e
 
 func (f *fakeServer) Defragment(context.Context) error {
 	err := f.begin()
+	entered, release := f.defragEntered, f.defragRelease
 	f.mu.Unlock()
+	if entered != nil {
+		close(entered)
+		<-release
+	}
 	return err
 }
 

@@ -20,12 +20,13 @@ const snapshotChunkBytes = 32 * 1024
 // when the Server implements it (downgrader), else Unimplemented.
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
-	s  Server
-	lg *zap.Logger
+	s      Server
+	lg     *zap.Logger
+	health *healthNotifier
 }
 
-func newMaintenanceServer(s Server, lg *zap.Logger) *maintenanceServer {
-	return &maintenanceServer{s: s, lg: lg}
+func newMaintenanceServer(s Server, lg *zap.Logger, hn *healthNotifier) *maintenanceServer {
+	return &maintenanceServer{s: s, lg: lg, health: hn}
 }
 
 func (ms *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
@@ -48,6 +49,8 @@ func (ms *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*
 
 func (ms *maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
 	ms.lg.Info("starting defragment")
+	ms.health.defragStarted()
+	defer ms.health.defragFinished()
 	if err := ms.s.Defragment(ctx); err != nil {
 		ms.lg.Warn("failed to defragment", zap.Error(err))
 		return nil, err

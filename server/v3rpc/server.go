@@ -73,6 +73,9 @@ type Config struct {
 	// for one; after maxNoLeaderChecks checks without a leader the stream is
 	// ended with "no leader", as etcd does (0 means 1s).
 	ElectionTimeout time.Duration
+	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
+	// service NOT_SERVING while a defragmentation runs.
+	StopGRPCServiceOnDefrag bool
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -140,7 +143,9 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	}
 	gs := grpc.NewServer(opts...)
 	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
-	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg))
+	hs := health.NewServer()
+	hn := newHealthNotifier(hs, lg, cfg.StopGRPCServiceOnDefrag)
+	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg, hn))
 	if ls, ok := s.(LeaseServer); ok {
 		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: ls})
 	}
@@ -155,8 +160,6 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		pb.RegisterAuthServer(gs, &authServer{s: s, as: as})
 	}
 
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	metrics.InitGRPCServer(gs)
 	return gs
