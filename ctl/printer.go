@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cairnkv/cairn/client"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/pkg/bytesize"
 )
 
 // printer writes responses in one of etcdctl's output formats.
@@ -677,10 +678,10 @@ func statusRows(ss []epStatus) (hdr []string, rows [][]string) {
 			fmt.Sprintf("%x", r.GetHeader().GetMemberId()),
 			r.GetVersion(),
 			r.GetStorageVersion(),
-			humanBytes(uint64(r.GetDbSize())),
-			humanBytes(uint64(r.GetDbSizeInUse())),
+			bytesize.SI(uint64(r.GetDbSize())),
+			bytesize.SI(uint64(r.GetDbSizeInUse())),
 			fmt.Sprintf("%d%%", notInUse),
-			humanBytes(uint64(r.GetDbSizeQuota())),
+			bytesize.SI(uint64(r.GetDbSizeQuota())),
 			fmt.Sprint(r.GetLeader() == r.GetHeader().GetMemberId()),
 			fmt.Sprint(r.GetIsLearner()),
 			fmt.Sprint(r.GetRaftTerm()),
@@ -757,22 +758,6 @@ func (p *printer) epHashKV(hs []epHashKV) error {
 		return p.unsupported()
 	}
 	return nil
-}
-
-// humanBytes formats n in SI units the way etcdctl's status table does
-// ("25 kB", "2.1 GB").
-func humanBytes(n uint64) string {
-	if n < 10 {
-		return fmt.Sprintf("%d B", n)
-	}
-	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
-	e := math.Floor(math.Log(float64(n)) / math.Log(1000))
-	val := math.Floor(float64(n)/math.Pow(1000, e)*10+0.5) / 10
-	f := "%.0f %s"
-	if val < 10 {
-		f = "%.1f %s"
-	}
-	return fmt.Sprintf(f, val, units[int(e)])
 }
 
 // renderTable draws hdr and rows as etcdctl's table format does: boxed,

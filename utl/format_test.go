@@ -5,13 +5,15 @@ import (
 	"flag"
 	"reflect"
 	"testing"
+
+	"github.com/cairnkv/cairn/pkg/bytesize"
 )
 
 func TestHumanBytes(t *testing.T) {
 	cases := map[uint64]string{0: "0 B", 9: "9 B", 10: "10 B", 999: "999 B", 1000: "1.0 kB", 20480: "20 kB", 36864: "37 kB", 1_500_000: "1.5 MB", 10_000_000_000: "10 GB"}
 	for n, want := range cases {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		if got := bytesize.SI(n); got != want {
+			t.Errorf("bytesize.SI(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

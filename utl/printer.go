@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
+
+	"github.com/cairnkv/cairn/pkg/bytesize"
 )
 
 // HashKV is the result of `hashkv`, with etcdutl's JSON names.
@@ -42,7 +43,7 @@ type report struct {
 func statusReport(s Status) report {
 	return report{
 		header: []string{"hash", "revision", "total keys", "total size", "version"},
-		row:    []string{fmt.Sprintf("%x", s.Hash), fmt.Sprint(s.Revision), fmt.Sprint(s.TotalKey), humanBytes(uint64(s.TotalSize)), s.Version},
+		row:    []string{fmt.Sprintf("%x", s.Hash), fmt.Sprint(s.Revision), fmt.Sprint(s.TotalKey), bytesize.SI(uint64(s.TotalSize)), s.Version},
 		json:   s,
 		fields: [][2]any{{"Hash", s.Hash}, {"Revision", s.Revision}, {"Keys", s.TotalKey}, {"Size", s.TotalSize}, {"Version", s.Version}},
 	}
@@ -79,19 +80,4 @@ func printReport(w io.Writer, format string, r report) error {
 		return &exitError{code: exitBadFeature, err: errors.New(format + " not supported as output format")}
 	}
 	return nil
-}
-
-// humanBytes renders n with SI units as go-humanize's Bytes does
-// ("20 kB", "1.2 MB"), the sizes etcdutl's table and simple outputs use.
-func humanBytes(n uint64) string {
-	if n < 10 {
-		return fmt.Sprintf("%d B", n)
-	}
-	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
-	e := math.Floor(math.Log(float64(n)) / math.Log(1000))
-	val := math.Floor(float64(n)/math.Pow(1000, e)*10+0.5) / 10
-	if val < 10 {
-		return fmt.Sprintf("%.1f %s", val, units[int(e)])
-	}
-	return fmt.Sprintf("%.0f %s", val, units[int(e)])
 }
