@@ -57,7 +57,7 @@
 // CAIRN_ROBUSTNESS_DURATION overrides the traffic duration,
 // CAIRN_ROBUSTNESS_FAULTS restricts the faults to the named ones
 // ("membership" names all membership faults; TestRobustnessMembership
-// runs only those, 15 s of traffic under -short, a minute without), and
+// runs only those, 10 s of traffic under -short, a minute without), and
 // CAIRN_ROBUSTNESS_DIR keeps member logs and, on a violation, the porcupine
 // visualization (linearizability.html) under that directory; without it
 // they go to a temporary directory that is kept only if the test fails.

@@ -107,7 +107,7 @@ func TestRobustnessMembership(t *testing.T) {
 	sc := scenario{clients: 5, duration: time.Minute, faults: membershipFaults,
 		traffic: trafficConfig{keys: 10, opInterval: 20 * time.Millisecond, opTimeout: 3 * time.Second}}
 	if testing.Short() {
-		sc.duration = 15 * time.Second
+		sc.duration = 10 * time.Second
 	}
 	runSeeded(t, sc)
 }
