@@ -21,10 +21,6 @@ import (
 // change's ID, which the apply loop triggers with the member list after the
 // change.
 
-// healthInterval is how long a peer must have been connected to count as
-// started for --strict-reconfig-check (etcd's value).
-const healthInterval = 5 * time.Second
-
 // learnerReadyPercent is how close (in log entries) a learner must be to the
 // leader before it may be promoted: etcd's 90% rule.
 const learnerReadyPercent = 0.9
@@ -69,8 +65,10 @@ func (s *Server) MemberRemove(ctx context.Context, id uint64) ([]*membership.Mem
 		}
 		return nil, errs.ErrIDNotFound
 	}
-	if s.cfg.StrictReconfigCheck && !m.IsLearner && !s.readyToRemoveVoter(id) {
-		return nil, errs.ErrNotEnoughStartedMembers
+	if s.cfg.StrictReconfigCheck {
+		if err := mayRemoveMember(s.members(), id, s.id, s.transport.ActiveSince, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	return s.proposeConfChange(ctx, raftpb.ConfChangeRemoveNode, &membership.Member{ID: id})
 }
@@ -119,6 +117,9 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 		metrics.LearnerPromoteFailures.WithLabelValues(promoteFailureReason(err)).Inc()
 		return nil, err
 	}
+	if s.cfg.StrictReconfigCheck && !readyToPromote(s.members()) {
+		return nil, errs.ErrNotEnoughStartedMembers
+	}
 	promoted := *m
 	promoted.IsLearner = false
 	members, err := s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
@@ -164,50 +165,10 @@ func (s *Server) checkAdd(m *membership.Member) error {
 	if m.IsLearner && learners >= s.cfg.MaxLearners {
 		return errs.ErrTooManyLearners
 	}
-	if !m.IsLearner && s.cfg.StrictReconfigCheck && !s.readyToAddVoter(members) {
-		return errs.ErrNotEnoughStartedMembers
+	if s.cfg.StrictReconfigCheck {
+		return mayAddMember(members, m.IsLearner, s.id, s.transport.ActiveSince, time.Now())
 	}
 	return nil
-}
-
-// readyToAddVoter: after the add, the voters that are started must still be
-// a quorum. A one-voter cluster may always add (etcd allows it, and then has
-// no quorum until the new member starts).
-func (s *Server) readyToAddVoter(members []*membership.Member) bool {
-	voters, started := s.countVoters(members, 0)
-	if voters == 1 {
-		return true
-	}
-	return started >= (voters+1)/2+1
-}
-
-// readyToRemoveVoter: after removing id, the started voters left must be a
-// quorum of the voters left.
-func (s *Server) readyToRemoveVoter(id uint64) bool {
-	voters, started := s.countVoters(s.members(), id)
-	return started >= (voters-1)/2+1
-}
-
-// countVoters counts voters, and those started (this member, or connected
-// for healthInterval), leaving exclude out of the started count.
-func (s *Server) countVoters(members []*membership.Member, exclude uint64) (voters, started int) {
-	for _, m := range members {
-		if m.IsLearner {
-			continue
-		}
-		voters++
-		if m.ID == exclude {
-			continue
-		}
-		if m.ID == s.id {
-			started++
-			continue
-		}
-		if since := s.transport.ActiveSince(m.ID); !since.IsZero() && time.Since(since) >= healthInterval {
-			started++
-		}
-	}
-	return voters, started
 }
 
 // learnerReady checks on the leader that the learner's log is within 10% of

@@ -297,8 +297,9 @@ func (s *Server) learnerCaughtUp(ctx context.Context, m *membership.Member) bool
 // votersHealthy: every voter is this member or has been connected to it for
 // healthInterval, and no alarm is raised.
 func (s *Server) votersHealthy(members []*membership.Member) bool {
-	voters, started := s.countVoters(members, 0)
-	return voters > 0 && started == voters && len(s.Alarms()) == 0
+	voters := votersOf(members)
+	connected := countConnected(voters, s.id, time.Now().Add(-healthInterval), s.transport.ActiveSince)
+	return len(voters) > 0 && connected == len(voters) && len(s.Alarms()) == 0
 }
 
 // standbyFailoverTick (--experimental-learner-standby-failover-after) runs

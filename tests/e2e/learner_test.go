@@ -38,10 +38,14 @@ func (c *cluster) addMember(t *testing.T, via int, name, peerURL string, asLearn
 	if asLearner {
 		add = c.clients[via].MemberAddAsLearner
 	}
-	resp, err := add(ctx(t), []string{peerURL})
-	if err != nil {
-		t.Fatalf("member add %s: %s", name, describeErr(err))
-	}
+	// Learners too wait out the strict reconfiguration check: etcd refuses
+	// any add until this member has been connected to a quorum for the
+	// health interval.
+	var resp *clientv3.MemberAddResponse
+	retryReconfig(t, "member add "+name, func() (err error) {
+		resp, err = add(ctx(t), []string{peerURL})
+		return err
+	})
 	var ic []string
 	for _, m := range resp.Members {
 		n := m.Name

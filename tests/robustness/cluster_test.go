@@ -183,10 +183,12 @@ func (w *readyWatcher) Write(b []byte) (int, error) {
 // a fault-injecting proxy each: member i listens for peers on its own port
 // and advertises its proxy's address.
 type cluster struct {
-	t         *testing.T
-	dir       string
-	procs     []*proc
-	proxies   []*proxy.Proxy
+	t       *testing.T
+	dir     string
+	procs   []*proc
+	proxies []*proxy.Proxy
+	// listen are the members' own peer addresses, behind the proxies.
+	listen    []string
 	endpoints []string
 	admin     []*clientv3.Client // one per member, pinned to it
 	ids       []uint64
@@ -222,6 +224,7 @@ func mustPort(t *testing.T) int {
 func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) *cluster {
 	c := &cluster{t: t, dir: dir, isolated: map[int]bool{}}
 	listen := make([]string, size)
+	c.listen = listen
 	var initial []string
 	for i := range size {
 		listen[i] = fmt.Sprintf("127.0.0.1:%d", mustPort(t))
@@ -421,6 +424,14 @@ func (c *cluster) filterIsolatedSenders(j int) {
 		}
 		return b
 	})
+}
+
+// setID records member i's ID, which a member replacement changes; the
+// proxies' sender filters read it concurrently.
+func (c *cluster) setID(i int, id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ids[i] = id
 }
 
 // isolate cuts member i off from its peers (clients still reach it).

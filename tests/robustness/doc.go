@@ -28,6 +28,22 @@
 // recovery follows: default quota back, compaction (the history it
 // removes is archived first), defragmentation of every member, disarm.
 //
+// Membership faults (faults_member_test.go) reconfigure the cluster as
+// etcd's robustness suite does: member-replace (and -leader) kills a
+// member, removes it through another, wipes its data dir, adds it back
+// under a new ID on the same or a new peer URL, starts it with
+// --initial-cluster-state existing and waits until it has applied the
+// leader's committed index; learner-promote adds a fourth member as a
+// learner, promotes it once the leader finds it in sync and removes it
+// again. The traffic only ever uses the three original client URLs, so it
+// never reaches a member that is not a voter; watches on a replaced
+// member are resumed by the client from their next revision once the
+// member serves again (or re-created by the watcher if the member cancels
+// them), and the end-of-run checks read the replaced members like any
+// other. Each membership fault's write availability (acknowledged and
+// failed writes, longest stretch without an acknowledged write) is
+// logged.
+//
 // Writes whose outcome is unknown (timeouts, unavailability, NOSPACE,
 // which a member also answers for a write it applied) are resolved
 // with the revision history read back after the run: a put or txn whose
@@ -39,7 +55,9 @@
 // run), CAIRN_ROBUSTNESS_BINARY=etcd runs the real etcd v3.7.3 instead of
 // cairn to validate the checker (or names any binary),
 // CAIRN_ROBUSTNESS_DURATION overrides the traffic duration,
-// CAIRN_ROBUSTNESS_FAULTS restricts the faults to the named ones, and
+// CAIRN_ROBUSTNESS_FAULTS restricts the faults to the named ones
+// ("membership" names all membership faults; TestRobustnessMembership
+// runs only those, 10 s of traffic under -short, a minute without), and
 // CAIRN_ROBUSTNESS_DIR keeps member logs and, on a violation, the porcupine
 // visualization (linearizability.html) under that directory; without it
 // they go to a temporary directory that is kept only if the test fails.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +35,10 @@ type fault struct {
 	leader bool
 	// failpoints: the fault needs members that serve /failpoints.
 	failpoints bool
+	// membership: the fault reconfigures the cluster
+	// (faults_member_test.go); the name "membership" in
+	// $CAIRN_ROBUSTNESS_FAULTS selects all of them.
+	membership bool
 	// inject may note what it did in ev.detail.
 	inject func(c *cluster, i int, rng *rand.Rand, ev *faultEvent) (undo func() error)
 }
@@ -51,21 +54,30 @@ var faults = []fault{
 	{name: "failpoint", failpoints: true, inject: failpointFault},
 	{name: "failpoint-leader", leader: true, failpoints: true, inject: failpointFault},
 	{name: "disk-full", inject: diskFullFault},
+	{name: "member-replace", membership: true, inject: memberReplaceFault},
+	{name: "member-replace-leader", leader: true, membership: true, inject: memberReplaceFault},
+	{name: "learner-promote", membership: true, inject: learnerFault},
 }
 
-// faultsFor returns the faults c supports, in a fixed order, so that a
-// seed picks the same schedule for the same server; only those named in
-// $CAIRN_ROBUSTNESS_FAULTS (comma-separated) if it is set.
-func faultsFor(c *cluster) []fault {
-	only := map[string]bool{}
-	for _, name := range strings.Split(os.Getenv(faultsEnv), ",") {
+// membershipFaults is the $CAIRN_ROBUSTNESS_FAULTS name of all membership
+// faults.
+const membershipFaults = "membership"
+
+// selectFaults returns the faults named in the comma-separated list only
+// (all if it is empty), without those that need failpoints unless the
+// server has them, in a fixed order, so that a seed picks the same
+// schedule for the same server.
+func selectFaults(failpoints bool, only string) []fault {
+	names := map[string]bool{}
+	for _, name := range strings.Split(only, ",") {
 		if name = strings.TrimSpace(name); name != "" {
-			only[name] = true
+			names[name] = true
 		}
 	}
 	var out []fault
 	for _, f := range faults {
-		if (!f.failpoints || c.failpoints) && (len(only) == 0 || only[f.name]) {
+		named := len(names) == 0 || names[f.name] || (f.membership && names[membershipFaults])
+		if named && (!f.failpoints || failpoints) {
 			out = append(out, f)
 		}
 	}
@@ -102,12 +114,12 @@ func delayFault(c *cluster, i int, rng *rand.Rand, _ *faultEvent) func() error {
 // injectFaults injects one fault at a time, chosen by rng, until ctx is
 // done: wait a little, break a member for one to three seconds, undo the
 // fault and wait until the members agree on a leader again. now is the
-// test clock.
-func injectFaults(ctx context.Context, c *cluster, rng *rand.Rand, now func() int64, logf func(string, ...any)) []faultEvent {
+// test clock; only means the faults named there (selectFaults).
+func injectFaults(ctx context.Context, c *cluster, only string, rng *rand.Rand, now func() int64, logf func(string, ...any)) []faultEvent {
 	var events []faultEvent
-	available := faultsFor(c)
+	available := selectFaults(c.failpoints, only)
 	if len(available) == 0 {
-		return []faultEvent{{name: "none", err: fmt.Errorf("no fault this server supports matches %s=%q", faultsEnv, os.Getenv(faultsEnv))}}
+		return []faultEvent{{name: "none", err: fmt.Errorf("no fault this server supports matches %q", only)}}
 	}
 	sleep := func(d time.Duration) bool {
 		select {

@@ -85,6 +85,8 @@ type scenario struct {
 	clients  int
 	duration time.Duration
 	traffic  trafficConfig
+	// faults restricts the faults (selectFaults); "" means all.
+	faults string
 }
 
 func TestRobustness(t *testing.T) {
@@ -94,6 +96,25 @@ func TestRobustness(t *testing.T) {
 		sc = scenario{clients: 5, duration: 30 * time.Second,
 			traffic: trafficConfig{keys: 10, opInterval: 20 * time.Millisecond, opTimeout: 3 * time.Second}}
 	}
+	sc.faults = os.Getenv(faultsEnv)
+	runSeeded(t, sc)
+}
+
+// TestRobustnessMembership runs only the membership faults (member
+// replacement, learner promotion), which the random schedule of
+// TestRobustness picks only now and then.
+func TestRobustnessMembership(t *testing.T) {
+	sc := scenario{clients: 5, duration: time.Minute, faults: membershipFaults,
+		traffic: trafficConfig{keys: 10, opInterval: 20 * time.Millisecond, opTimeout: 3 * time.Second}}
+	if testing.Short() {
+		sc.duration = 10 * time.Second
+	}
+	runSeeded(t, sc)
+}
+
+// runSeeded runs sc with the seed, server and duration the environment
+// asks for.
+func runSeeded(t *testing.T, sc scenario) {
 	if d := os.Getenv(durationEnv); d != "" {
 		v, err := time.ParseDuration(d)
 		if err != nil {
@@ -172,7 +193,7 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 		wg.Go(func() { tc.run(ctx) })
 	}
 	var events []faultEvent
-	wg.Go(func() { events = injectFaults(ctx, c, rng, now, t.Logf) })
+	wg.Go(func() { events = injectFaults(ctx, c, sc.faults, rng, now, t.Logf) })
 	wg.Wait()
 	trafficEnd := time.Since(start)
 
@@ -250,6 +271,9 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 		trafficEnd.Round(time.Millisecond), len(recs), stats, len(ops), final, len(events))
 	for _, ev := range events {
 		t.Logf("  %s", ev)
+		if isMembershipFault(ev.name) {
+			t.Logf("    writes issued during it: %s", availability(recs, ev, int64(sc.duration)))
+		}
 	}
 	for _, p := range problems {
 		t.Errorf("%s", p)
