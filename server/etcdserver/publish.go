@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -38,9 +39,7 @@ func (s *Server) publish() {
 			}
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		_, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: attrs})
-		cancel()
+		err := s.proposeAttributes(attrs)
 		if err == nil {
 			break
 		}
@@ -53,6 +52,47 @@ func (s *Server) publish() {
 	}
 	s.lg.Info("published local member to cluster through raft", zap.String("local-member-id", idHex(s.id)))
 	close(s.readyc)
+}
+
+// publishPollInterval is how often publish looks whether a snapshot from
+// the leader already holds its attributes.
+const publishPollInterval = 100 * time.Millisecond
+
+// proposeAttributes proposes attrs once and waits for the outcome. A
+// member that joins may receive, while its proposal is in flight, a
+// snapshot whose data already holds the proposal's effect; the entry is then
+// never applied here and nothing answers the proposal. So once a snapshot
+// has been installed and the applied membership shows attrs, the
+// attributes count as published without waiting for the timeout.
+func (s *Server) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetRequest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	defer cancel()
+	installed := s.snapshotsInstalled.Load()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: attrs})
+		done <- err
+	}()
+	tick := time.NewTicker(publishPollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if s.snapshotsInstalled.Load() != installed && s.attributesApplied(attrs) {
+				return nil
+			}
+		}
+	}
+}
+
+// attributesApplied reports whether the applied membership lists this
+// member with attrs.
+func (s *Server) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRequest) bool {
+	m := s.findMember(s.id)
+	return m != nil && m.Name == attrs.GetMemberAttributes().GetName() &&
+		slices.Equal(m.ClientURLs, attrs.GetMemberAttributes().GetClientUrls())
 }
 
 func (s *Server) storedClusterVersion() string {

@@ -70,7 +70,11 @@ type Server struct {
 	snapshotForced bool
 
 	appliedIndex atomic.Uint64
-	isLearner    atomic.Bool // this member is a learner in the current configuration
+	// snapshotsInstalled counts snapshots from the leader installed since
+	// start: a proposal of this member's that such a snapshot already
+	// holds is never answered (publish looks for that).
+	snapshotsInstalled atomic.Uint64
+	isLearner          atomic.Bool // this member is a learner in the current configuration
 
 	reads readBarrier
 

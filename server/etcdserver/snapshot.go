@@ -66,6 +66,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.snapshotIndex = index
 	s.appliedIndex.Store(index)
 	s.appliedWait.Trigger(index)
+	s.snapshotsInstalled.Add(1)
 	s.lg.Info("applied snapshot from leader", zap.Uint64("snapshot-index", index), zap.Uint64("consistent-index", s.consistentIdx))
 	return nil
 }
