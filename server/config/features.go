@@ -34,11 +34,13 @@ var harmlessFeatureGates = map[string]bool{
 // LeaseCheckpoint with it; see validateMisc). InitialCorruptCheck and
 // CompactHashCheck: etcd's corruption checks (server/etcdserver/corrupt.go).
 // StopGRPCServiceOnDefrag: the gRPC health service reports NOT_SERVING
-// during a defragmentation (server/v3rpc/health.go).
+// during a defragmentation (server/v3rpc/health.go). SetMemberLocalAddr:
+// peer connections leave from the advertised peer IP (InferLocalAddr).
 var honouredFeatureGates = map[string]bool{
 	"LeaseCheckpoint":         true,
 	"LeaseCheckpointPersist":  true,
 	"StopGRPCServiceOnDefrag": true,
+	"SetMemberLocalAddr":      true,
 	"InitialCorruptCheck":     true,
 	"CompactHashCheck":        true,
 }

@@ -97,6 +97,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		return nil, err
 	}
 	ecfg.PeerTLS = sec.peerClient
+	ecfg.PeerLocalAddr = cfg.InferLocalAddr(lg)
 	lc := listenConfig(cfg.SocketOpts, lg)
 	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
 	if err != nil {

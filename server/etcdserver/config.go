@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/wal"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	// etcd's defaults).
 	CompactionBatchLimit    int
 	CompactionSleepInterval time.Duration
+	// PeerLocalAddr is the IP connections to peers leave from
+	// (SetMemberLocalAddr feature gate); "": the system's choice.
+	PeerLocalAddr string
 	// DowngradeCheckTime (--downgrade-check-time) is how often the leader
 	// checks whether an enabled downgrade has finished (0: never).
 	DowngradeCheckTime time.Duration
@@ -126,11 +130,16 @@ type Config struct {
 // members' peer URLs (the member list when joining, lease and promote
 // forwarding).
 func (c *Config) newPeerHTTPClient() *http.Client {
-	if c.PeerTLS == nil {
+	if c.PeerTLS == nil && c.PeerLocalAddr == "" {
 		return http.DefaultClient
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = c.PeerTLS.Clone()
+	if c.PeerTLS != nil {
+		tr.TLSClientConfig = c.PeerTLS.Clone()
+	}
+	if c.PeerLocalAddr != "" {
+		tr.DialContext = peer.Dialer(30*time.Second, c.PeerLocalAddr).DialContext
+	}
 	return &http.Client{Transport: tr}
 }
 

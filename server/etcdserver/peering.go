@@ -57,6 +57,7 @@ func (s *Server) newTransport() (*peer.Transport, error) {
 		Raft: s, Snapshots: s, Logger: s.lg,
 		ServerVersion: serverVersion, MinClusterVersion: "3.0.0",
 		TLS: s.cfg.PeerTLS, ConnReadTimeout: s.cfg.RaftReadTimeout, ConnWriteTimeout: s.cfg.RaftWriteTimeout,
+		LocalAddr: s.cfg.PeerLocalAddr,
 	})
 	if err := t.Start(); err != nil {
 		return nil, err

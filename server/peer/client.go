@@ -26,12 +26,29 @@ type clients struct {
 }
 
 func newClients(cfg Config) clients {
-	dialTimeout, tlsCfg := cfg.DialTimeout, cfg.TLS
+	d := dialSettings{timeout: cfg.DialTimeout, tls: cfg.TLS, localAddr: cfg.LocalAddr}
 	return clients{
-		stream:   newClient(dialTimeout, cfg.ConnReadTimeout, cfg.ConnWriteTimeout, tlsCfg),
-		pipeline: newClient(dialTimeout, pipelineReadTimeout, pipelineWriteTimeout, tlsCfg),
-		snapshot: newClient(dialTimeout, 0, snapshotWriteTimeout, tlsCfg),
+		stream:   newClient(d, cfg.ConnReadTimeout, cfg.ConnWriteTimeout),
+		pipeline: newClient(d, pipelineReadTimeout, pipelineWriteTimeout),
+		snapshot: newClient(d, 0, snapshotWriteTimeout),
 	}
+}
+
+// dialSettings say how connections to peers are made.
+type dialSettings struct {
+	timeout   time.Duration
+	tls       *tls.Config
+	localAddr string // IP the connections leave from; "": the system's choice
+}
+
+// Dialer returns a dialer for peer connections from localAddr ("": the
+// system's choice of source address).
+func Dialer(timeout time.Duration, localAddr string) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if ip := net.ParseIP(localAddr); ip != nil {
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	return d
 }
 
 func (c clients) closeIdle() {
@@ -44,8 +61,8 @@ func (c clients) closeIdle() {
 
 // newClient returns an HTTP/1.1 client whose connections fail a read or
 // write that makes no progress within the given time (0: no limit).
-func newClient(dialTimeout, readTimeout, writeTimeout time.Duration, tlsCfg *tls.Config) *http.Client {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+func newClient(d dialSettings, readTimeout, writeTimeout time.Duration) *http.Client {
+	dialer := Dialer(d.timeout, d.localAddr)
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -55,8 +72,8 @@ func newClient(dialTimeout, readTimeout, writeTimeout time.Duration, tlsCfg *tls
 			}
 			return &deadlineConn{Conn: c, read: readTimeout, write: writeTimeout}, nil
 		},
-		TLSClientConfig:     tlsCfg,
-		TLSHandshakeTimeout: dialTimeout,
+		TLSClientConfig:     d.tls,
+		TLSHandshakeTimeout: d.timeout,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     time.Minute,
 	}

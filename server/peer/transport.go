@@ -64,6 +64,9 @@ type Config struct {
 	ConnReadTimeout, ConnWriteTimeout time.Duration
 	// TLS is the client configuration for https peer URLs.
 	TLS *tls.Config
+	// LocalAddr is the IP outgoing peer connections are made from (the
+	// SetMemberLocalAddr feature gate); "" lets the system choose.
+	LocalAddr string
 	// ServerVersion and MinClusterVersion are sent as X-Server-Version and
 	// X-Min-Cluster-Version and judge a remote's versions.
 	ServerVersion, MinClusterVersion string
