@@ -174,7 +174,7 @@ func TestParseErrors(t *testing.T) {
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
 		{"unsupported", []string{"--enable-distributed-tracing"}, nil, "cairn: --enable-distributed-tracing is not supported yet", false},
 		{"unsupported via env", nil, []string{"ETCD_ENABLE_LOG_ROTATION=true"}, "cairn: --enable-log-rotation is not supported yet", false},
-		{"unsupported gate", []string{"--feature-gates=PriorityRequest=true"}, nil, "cairn: --feature-gates=PriorityRequest is not supported yet", false},
+		{"unsupported gate", []string{"--feature-gates=FastLeaseKeepAlive=false"}, nil, "cairn: --feature-gates=FastLeaseKeepAlive is not supported yet", false},
 		{"zero compact hash check time", []string{"--compact-hash-check-time=0s"}, nil, "--compact-hash-check-time must be >0 (set to 0s)", false},
 		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},

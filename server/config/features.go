@@ -36,11 +36,13 @@ var harmlessFeatureGates = map[string]bool{
 // StopGRPCServiceOnDefrag: the gRPC health service reports NOT_SERVING
 // during a defragmentation (server/v3rpc/health.go). SetMemberLocalAddr:
 // peer connections leave from the advertised peer IP (InferLocalAddr).
+// PriorityRequest: LeaseRevoke passes a longer apply backlog.
 var honouredFeatureGates = map[string]bool{
 	"LeaseCheckpoint":         true,
 	"LeaseCheckpointPersist":  true,
 	"StopGRPCServiceOnDefrag": true,
 	"SetMemberLocalAddr":      true,
+	"PriorityRequest":         true,
 	"InitialCorruptCheck":     true,
 	"CompactHashCheck":        true,
 }

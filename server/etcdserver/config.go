@@ -38,6 +38,9 @@ type Config struct {
 	// etcd's defaults).
 	CompactionBatchLimit    int
 	CompactionSleepInterval time.Duration
+	// PriorityRequests (PriorityRequest feature gate) lets LeaseRevoke
+	// through a longer apply backlog than other requests.
+	PriorityRequests bool
 	// PeerLocalAddr is the IP connections to peers leave from
 	// (SetMemberLocalAddr feature gate); "": the system's choice.
 	PeerLocalAddr string

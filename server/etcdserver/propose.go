@@ -15,6 +15,18 @@ import (
 	"github.com/cairnkv/cairn/server/raftnode"
 )
 
+// exceedsApplyBacklog reports whether r must be refused because applying
+// lags committing by more than maxApplyBacklog entries. With priority
+// requests (the PriorityRequest feature gate) a LeaseRevoke may still go
+// until twice that, so that expiring leases keep freeing keys under load,
+// as in etcd.
+func exceedsApplyBacklog(committed, applied uint64, r *pb.InternalRaftRequest, priority bool) bool {
+	if committed <= applied+maxApplyBacklog {
+		return false
+	}
+	return !(priority && r.GetLeaseRevoke() != nil && committed <= applied+2*maxApplyBacklog)
+}
+
 // propose sends r through raft and waits for its apply result.
 func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *apply.Result, err error) {
 	select {
@@ -22,7 +34,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 		return nil, errs.ErrStopped
 	default:
 	}
-	if s.node.Committed() > s.appliedIndex.Load()+maxApplyBacklog {
+	if exceedsApplyBacklog(s.node.Committed(), s.appliedIndex.Load(), r, s.cfg.PriorityRequests) {
 		return nil, errs.ErrTooManyRequests
 	}
 	id := s.reqIDs.Next()

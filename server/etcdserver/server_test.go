@@ -306,3 +306,29 @@ func TestCompactionTuningReachesStore(t *testing.T) {
 		t.Fatalf("default store config %+v, want etcd's 1000 and 10ms", got)
 	}
 }
+
+func TestExceedsApplyBacklog(t *testing.T) {
+	put := &pb.InternalRaftRequest{Put: &pb.PutRequest{Key: []byte("k")}}
+	revoke := &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: 1}}
+	const applied = 100
+	tests := []struct {
+		name      string
+		committed uint64
+		r         *pb.InternalRaftRequest
+		priority  bool
+		want      bool
+	}{
+		{"within the backlog", applied + maxApplyBacklog, put, false, false},
+		{"past the backlog", applied + maxApplyBacklog + 1, put, false, true},
+		{"revoke without priority", applied + maxApplyBacklog + 1, revoke, false, true},
+		{"revoke with priority", applied + maxApplyBacklog + 1, revoke, true, false},
+		{"revoke at twice the backlog", applied + 2*maxApplyBacklog, revoke, true, false},
+		{"revoke past twice the backlog", applied + 2*maxApplyBacklog + 1, revoke, true, true},
+		{"put with priority on", applied + maxApplyBacklog + 1, put, true, true},
+	}
+	for _, tt := range tests {
+		if got := exceedsApplyBacklog(tt.committed, applied, tt.r, tt.priority); got != tt.want {
+			t.Errorf("%s: exceedsApplyBacklog = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
