@@ -198,9 +198,9 @@ func (s *Store) AuthDisable() {
 	s.lg.Info("disabled authentication")
 }
 
-// AuthStatus returns whether auth is enabled and the auth revision. The
-// spec has clients with an expired token learn the revision from it, so the
-// API layer should not demand a valid token for it.
+// AuthStatus returns whether auth is enabled and the auth revision. The API
+// layer answers it without a token (a client whose token expired learns the
+// revision by asking without one) but, like etcd, refuses an invalid token.
 func (s *Store) AuthStatus() (enabled bool, revision uint64) {
 	return s.IsAuthEnabled(), s.Revision()
 }

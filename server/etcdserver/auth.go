@@ -103,9 +103,11 @@ func (s *Server) authInfoOrEmpty(ctx context.Context) (auth.AuthInfo, error) {
 }
 
 // stampAuth puts the sender of ctx into the header of a proposal. Authenticate
-// carries no token, and AuthStatus answers without one (see AuthStatus).
+// ignores any token it carries: a stale token must not stop a client from
+// getting a new one. Every other request, AuthStatus included, is refused
+// when its token is invalid (see AuthStatus).
 func (s *Server) stampAuth(ctx context.Context, r *pb.InternalRaftRequest) error {
-	if r.Authenticate != nil || r.AuthStatus != nil {
+	if r.Authenticate != nil {
 		return nil
 	}
 	ai, err := s.authInfo(ctx)
@@ -280,8 +282,10 @@ func (s *Server) AuthDisable(ctx context.Context, r *pb.AuthDisableRequest) (*pb
 }
 
 // AuthStatus reports whether auth is on and the auth revision. It goes
-// through raft (so it is linearizable) but needs no valid token: a client
-// whose token expired learns the revision to get a new one.
+// through raft (so it is linearizable) and needs no token at all, so a
+// client whose token expired learns the revision by asking without one.
+// Like etcd v3.7.3 it refuses a request that carries an invalid or expired
+// token with ErrInvalidAuthToken (docs/auth.md).
 func (s *Server) AuthStatus(ctx context.Context, r *pb.AuthStatusRequest) (*pb.AuthStatusResponse, error) {
 	return proposeAuth[*pb.AuthStatusResponse](ctx, s, &pb.InternalRaftRequest{AuthStatus: r})
 }

@@ -70,10 +70,14 @@ type member struct {
 	cmd      *exec.Cmd
 	log      *bytes.Buffer
 	mu       *sync.Mutex
+	// toolEnv is added to the environment of every tool run against the
+	// member, before the step's own variables.
+	toolEnv []string
 }
 
-// startTwins starts two cairn members configured alike.
-func startTwins(t *testing.T) [2]*member {
+// startTwins starts two cairn members configured alike, with serverArgs
+// added to the flags of both.
+func startTwins(t *testing.T, serverArgs ...string) [2]*member {
 	t.Helper()
 	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	var ms [2]*member
@@ -90,7 +94,7 @@ func startTwins(t *testing.T) [2]*member {
 			"--initial-cluster-token", "cairnctl-compat",
 			"--initial-cluster-state", "new",
 		}
-		m.cmd = exec.Command(cairnBin, args...)
+		m.cmd = exec.Command(cairnBin, append(args, serverArgs...)...)
 		w := &lockedWriter{m.mu, m.log}
 		m.cmd.Stdout, m.cmd.Stderr = w, w
 		m.cmd.Env = cleanEnv()
@@ -178,7 +182,7 @@ func runTool(t *testing.T, bin string, m *member, st step) result {
 		args = append(args, strings.NewReplacer("{dir}", m.scratch, "{endpoint}", m.hostPort).Replace(a))
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(cleanEnv(), st.env...)
+	cmd.Env = append(append(cleanEnv(), m.toolEnv...), st.env...)
 	cmd.Stdin = strings.NewReader(st.stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
