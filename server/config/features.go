@@ -37,12 +37,15 @@ var harmlessFeatureGates = map[string]bool{
 // during a defragmentation (server/v3rpc/health.go). SetMemberLocalAddr:
 // peer connections leave from the advertised peer IP (InferLocalAddr).
 // PriorityRequest: LeaseRevoke passes a longer apply backlog.
+// FastLeaseKeepAlive: off, every renewal on the leader waits for its
+// applied index.
 var honouredFeatureGates = map[string]bool{
 	"LeaseCheckpoint":         true,
 	"LeaseCheckpointPersist":  true,
 	"StopGRPCServiceOnDefrag": true,
 	"SetMemberLocalAddr":      true,
 	"PriorityRequest":         true,
+	"FastLeaseKeepAlive":      true,
 	"InitialCorruptCheck":     true,
 	"CompactHashCheck":        true,
 }

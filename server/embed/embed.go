@@ -99,6 +99,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	ecfg.PeerTLS = sec.peerClient
 	ecfg.PeerLocalAddr = cfg.InferLocalAddr(lg)
 	ecfg.PriorityRequests = cfg.FeatureEnabled("PriorityRequest")
+	ecfg.FastLeaseKeepAlive = cfg.FeatureEnabled("FastLeaseKeepAlive")
 	lc := listenConfig(cfg.SocketOpts, lg)
 	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
 	if err != nil {

@@ -38,6 +38,10 @@ type Config struct {
 	// etcd's defaults).
 	CompactionBatchLimit    int
 	CompactionSleepInterval time.Duration
+	// FastLeaseKeepAlive (feature gate, on by default in etcd v3.7): the
+	// leader renews a lease it knows without waiting for its applied
+	// index to reach the committed one.
+	FastLeaseKeepAlive bool
 	// PriorityRequests (PriorityRequest feature gate) lets LeaseRevoke
 	// through a longer apply backlog than other requests.
 	PriorityRequests bool

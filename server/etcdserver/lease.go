@@ -165,12 +165,37 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 		return -1, err
 	}
 	if s.Leader() == s.id {
+		// As etcd: a leader cut off from the quorum (stuck WAL, isolated,
+		// or already replaced) must not extend leases the new leader may
+		// be expiring; the client then moves to another member.
+		if !s.ensureLeadership(ctx) {
+			return -1, lease.ErrNotPrimary
+		}
+		// A lease granted through another member may be committed but not
+		// yet applied here; with FastLeaseKeepAlive off every renewal waits
+		// for the applied index, as etcd.
+		if !s.cfg.FastLeaseKeepAlive || s.currentLessor().Lookup(lease.LeaseID(id)) == nil {
+			if err := s.waitCommittedApplied(ctx); err != nil {
+				return -1, err
+			}
+		}
 		ttl, err := s.currentLessor().Renew(ctx, lease.LeaseID(id))
 		if err != lease.ErrNotPrimary {
 			return ttl, err
 		}
 	}
 	return s.forwardKeepAlive(ctx, id)
+}
+
+// ensureLeadership confirms with a quorum round (ReadIndex) that this
+// member still leads.
+func (s *Server) ensureLeadership(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.linearizableReadNotify(ctx); err != nil {
+		return false
+	}
+	return s.Leader() == s.id
 }
 
 // LeaseTimeToLive reports a lease's remaining and granted TTL (and keys).

@@ -1,7 +1,10 @@
 package etcdserver
 
 import (
+	"errors"
 	"time"
+
+	"github.com/cairnkv/cairn/server/errs"
 
 	"io"
 	"os"
@@ -330,5 +333,27 @@ func TestExceedsApplyBacklog(t *testing.T) {
 		if got := exceedsApplyBacklog(tt.committed, applied, tt.r, tt.priority); got != tt.want {
 			t.Errorf("%s: exceedsApplyBacklog = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestLeaseRenewOnLeader: the leader renews after confirming its
+// leadership, with FastLeaseKeepAlive on and off; an unknown lease is not
+// found either way.
+func TestLeaseRenewOnLeader(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		cfg := testConfig(t.TempDir())
+		cfg.FastLeaseKeepAlive = fast
+		s := startServer(t, cfg)
+		g, err := s.LeaseGrant(testCtx(t), &pb.LeaseGrantRequest{TTL: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := s.LeaseRenew(testCtx(t), g.ID); err != nil || ttl != 30 {
+			t.Fatalf("fast=%v: renew = %d, %v; want 30", fast, ttl, err)
+		}
+		if _, err := s.LeaseRenew(testCtx(t), g.ID+1); !errors.Is(err, errs.ErrLeaseNotFound) {
+			t.Fatalf("fast=%v: renew of an unknown lease: %v, want lease not found", fast, err)
+		}
+		s.Stop()
 	}
 }
