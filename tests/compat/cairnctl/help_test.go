@@ -21,7 +21,7 @@ func listed(help string) map[string]bool {
 
 // normaliseHelp compares help and usage text in full (normalise cuts
 // usage off): the tools' names are unified, and the commands cairnctl
-// does not have (completion, and those still being written) are dropped
+// does not have (completion) are dropped
 // from etcdctl's listings.
 func normaliseHelp(r result, missing map[string]bool) string {
 	s := fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.exit, r.stdout, r.stderr)
@@ -41,8 +41,9 @@ func TestHelp(t *testing.T) {
 	for name := range listed(cRoot.stdout) {
 		delete(missing, name)
 	}
-	if len(missing) > 4+3+2 { // completion; auth, user, role; lock, elect
-		t.Fatalf("cairnctl lists too few commands; missing %v", missing)
+	delete(missing, "etcdctl") // the usage line names the tool itself
+	if len(missing) > 1 || (len(missing) == 1 && !missing["completion"]) {
+		t.Fatalf("cairnctl lists too few commands; missing %v (only completion may be)", missing)
 	}
 	for _, args := range [][]string{
 		{}, {"--help"}, {"-h"}, {"help"}, {"help", "nosuch"}, {"help", "help"}, {"options"},
@@ -53,6 +54,7 @@ func TestHelp(t *testing.T) {
 		{"downgrade"}, {"downgrade", "validate", "--help"}, {"downgrade", "cancel", "-h"},
 		{"lease"}, {"lease", "foo"}, {"le", "gr", "--help"}, {"member", "--help"}, {"get", "--help"}, {"put", "-h"},
 		{"get", "-x"}, {"get", "-w"},
+		{"auth"}, {"user"}, {"role", "--help"}, {"user", "add", "--help"}, {"lock", "--help"}, {"elect", "-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			e, c := runTool(t, etcdctlBin, m, s(args...)), runTool(t, cairnctlBin, m, s(args...))
