@@ -40,11 +40,12 @@ func run(args, environ []string) int {
 		fmt.Print(config.VersionText(gitSHA(), runtime.Version(), runtime.GOOS, runtime.GOARCH))
 		return 0
 	}
-	lg, err := embed.NewLogger(cfg)
+	lg, closeLog, err := embed.NewLogger(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer closeLog()
 	defer lg.Sync()
 	cfg.LogNotices(lg)
 	return serve(cfg, lg)

@@ -174,7 +174,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad cluster state", []string{"--initial-cluster-state=old"}, nil, `invalid value "old" for flag -initial-cluster-state: invalid value`, true},
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
 		{"unsupported", []string{"--enable-distributed-tracing"}, nil, "cairn: --enable-distributed-tracing is not supported yet", false},
-		{"unsupported via env", nil, []string{"ETCD_ENABLE_LOG_ROTATION=true"}, "cairn: --enable-log-rotation is not supported yet", false},
+		{"unsupported via env", nil, []string{"ETCD_ENABLE_DISTRIBUTED_TRACING=true"}, "cairn: --enable-distributed-tracing is not supported yet", false},
 		{"zero compact hash check time", []string{"--compact-hash-check-time=0s"}, nil, "--compact-hash-check-time must be >0 (set to 0s)", false},
 		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},
@@ -328,7 +328,8 @@ func TestConfigFileErrors(t *testing.T) {
 	}{
 		{"bad url", "listen-peer-urls: ftp://x:1\n", "unexpected error setting up listen-peer-urls: URL scheme must be"},
 		{"bad state", "initial-cluster-state: old\n", `unexpected clusterState "old"`},
-		{"unsupported", "enable-log-rotation: true\n", "cairn: --enable-log-rotation is not supported yet"},
+		{"unsupported", "enable-distributed-tracing: true\n", "cairn: --enable-distributed-tracing is not supported yet"},
+		{"log rotation without a file", "enable-log-rotation: true\n", ErrLogRotationInvalidLogOutput.Error()},
 		{"unknown cipher", "cipher-suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, not_found]\n", `unexpected TLS cipher suite "not_found"`},
 		{"bad yaml", "name: [\n", "yaml"},
 		{"bad gate", "feature-gates: X=true\n", "unrecognized feature gate: X"},

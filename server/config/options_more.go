@@ -86,9 +86,9 @@ var otherOptions = []option{
 		help: "Lowest level logged: debug, info, warn, error, panic or fatal."},
 	{name: "log-format", section: secLogging, supported: true, field: str(func(c *Config) *string { return &c.LogFormat }),
 		help: "Log encoding: json or console."},
-	{name: "enable-log-rotation", section: secLogging, field: boolean(func(c *Config) *bool { return &c.EnableLogRotation }),
+	{name: "enable-log-rotation", section: secLogging, supported: true, field: boolean(func(c *Config) *bool { return &c.EnableLogRotation }),
 		help: "Rotate the log file (needs a single file in --log-outputs)."},
-	{name: "log-rotation-config-json", section: secLogging, field: str(func(c *Config) *string { return &c.LogRotationConfigJSON }),
+	{name: "log-rotation-config-json", section: secLogging, supported: true, field: str(func(c *Config) *string { return &c.LogRotationConfigJSON }),
 		help: "Log rotation settings as JSON: maxsize (MB), maxage (days), maxbackups, localtime, compress."},
 
 	// Distributed tracing.

@@ -53,6 +53,11 @@ func (c *Config) validateLogging() error {
 	if len(c.LogOutputs) > 1 && contains(c.LogOutputs, DefaultLogOutput) {
 		return fmt.Errorf("multi logoutput for %q is not supported yet", DefaultLogOutput)
 	}
+	if c.EnableLogRotation {
+		if _, err := c.LogRotation(); err != nil {
+			return err
+		}
+	}
 	switch c.LogFormat {
 	case "", "json", "console":
 	default:

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -326,50 +325,4 @@ func servePeer(l net.Listener, h http.Handler, lg *zap.Logger) *http.Server {
 	}()
 	lg.Info("serving peer traffic", zap.String("address", l.Addr().String()))
 	return hs
-}
-
-// NewLogger builds etcd's zap logger from --log-level and --log-outputs.
-func NewLogger(cfg *config.Config) (*zap.Logger, error) {
-	zc := zap.NewProductionConfig()
-	if err := zc.Level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q: %w", cfg.LogLevel, err)
-	}
-	zc.Sampling = nil
-	zc.EncoderConfig.TimeKey = "ts"
-	zc.EncoderConfig.EncodeTime = zapISO8601
-	zc.OutputPaths, zc.ErrorOutputPaths = logOutputs(cfg.LogOutputs), []string{"stderr"}
-	if cfg.LogFormat == "console" {
-		zc.Encoding = "console"
-	}
-	return zc.Build()
-}
-
-func logOutputs(outs []string) []string {
-	var paths []string
-	for _, o := range outs {
-		switch o {
-		case "", "default", "stderr":
-			paths = append(paths, "stderr")
-		case "stdout":
-			paths = append(paths, "stdout")
-		default:
-			paths = append(paths, o)
-		}
-	}
-	if len(paths) == 0 {
-		paths = []string{"stderr"}
-	}
-	return dedupe(paths)
-}
-
-func dedupe(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
