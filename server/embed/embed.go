@@ -99,6 +99,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	ecfg.PeerLocalAddr = cfg.InferLocalAddr(lg)
 	ecfg.PriorityRequests = cfg.FeatureEnabled("PriorityRequest")
 	ecfg.FastLeaseKeepAlive = cfg.FeatureEnabled("FastLeaseKeepAlive")
+	ecfg.WarningApplyDuration = cfg.WarningApplyDuration
 	lc := listenConfig(cfg.SocketOpts, lg)
 	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
 	if err != nil {
@@ -144,6 +145,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
+		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
 	})
 	if m.self, err = startClientServices(m.grpc); err != nil {
 		m.grpc.Stop()

@@ -162,20 +162,16 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	return id, result
 }
 
-// warnApplyDuration is how long an apply may take before it counts as slow
-// (etcd's threshold).
-const warnApplyDuration = 100 * time.Millisecond
-
 // recordApply observes an applied request's duration by its type, and
-// counts it as slow past warnApplyDuration.
+// counts it as slow past --warning-apply-duration.
 func (s *Server) recordApply(r *pb.InternalRaftRequest, result *apply.Result, took time.Duration) {
 	op := requestOp(r)
 	success := strconv.FormatBool(result == nil || result.Err == nil)
 	metrics.ApplySeconds.WithLabelValues("v3", op, success).Observe(took.Seconds())
-	if took > warnApplyDuration {
+	if took > s.cfg.WarningApplyDuration {
 		metrics.SlowApplies.Inc()
 		s.lg.Warn("apply request took too long", zap.Duration("took", took),
-			zap.Duration("expected-duration", warnApplyDuration), zap.String("op", op))
+			zap.Duration("expected-duration", s.cfg.WarningApplyDuration), zap.String("op", op))
 	}
 }
 

@@ -46,7 +46,8 @@ func counterValue(t *testing.T, c prometheus.Collector) float64 {
 }
 
 func TestRecordApplyCountsSlowApplies(t *testing.T) {
-	s := &Server{lg: zap.NewNop()}
+	const threshold = 100 * time.Millisecond // --warning-apply-duration
+	s := &Server{lg: zap.NewNop(), cfg: &Config{WarningApplyDuration: threshold}}
 	r := &pb.InternalRaftRequest{Put: &pb.PutRequest{}}
 	tests := []struct {
 		name   string
@@ -55,8 +56,8 @@ func TestRecordApplyCountsSlowApplies(t *testing.T) {
 		slow   float64
 	}{
 		{"fast", time.Millisecond, &apply.Result{}, 0},
-		{"at the threshold", warnApplyDuration, &apply.Result{}, 0},
-		{"slow", warnApplyDuration + time.Millisecond, &apply.Result{}, 1},
+		{"at the threshold", threshold, &apply.Result{}, 0},
+		{"slow", threshold + time.Millisecond, &apply.Result{}, 1},
 		{"slow and failed", time.Second, &apply.Result{Err: errors.New("x")}, 1},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,9 @@ type Config struct {
 	// leader renews a lease it knows without waiting for its applied
 	// index to reach the committed one.
 	FastLeaseKeepAlive bool
+	// WarningApplyDuration (--warning-apply-duration) is how long an apply
+	// may take before it is logged and counted as slow (0: etcd's 100ms).
+	WarningApplyDuration time.Duration
 	// PriorityRequests (PriorityRequest feature gate) lets LeaseRevoke
 	// through a longer apply backlog than other requests.
 	PriorityRequests bool
@@ -199,6 +202,9 @@ func (c *Config) withDefaults() (*Config, error) {
 	}
 	if cc.ElectionTicks == 0 {
 		cc.ElectionTicks = 10
+	}
+	if cc.WarningApplyDuration <= 0 {
+		cc.WarningApplyDuration = 100 * time.Millisecond
 	}
 	if cc.SnapshotCount == 0 {
 		cc.SnapshotCount = 10000

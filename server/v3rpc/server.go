@@ -73,6 +73,10 @@ type Config struct {
 	// for one; after maxNoLeaderChecks checks without a leader the stream is
 	// ended with "no leader", as etcd does (0 means 1s).
 	ElectionTimeout time.Duration
+	// WarningUnaryRequestDuration is etcd's --warning-unary-request-duration:
+	// unary requests slower than this are logged with their stats (0 means
+	// etcd's 300ms).
+	WarningUnaryRequestDuration time.Duration
 	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
 	// service NOT_SERVING while a defragmentation runs.
 	StopGRPCServiceOnDefrag bool
@@ -105,6 +109,10 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	if cfg.MaxTxnOps == 0 {
 		cfg.MaxTxnOps = DefaultMaxTxnOps
 	}
+	warnUnary := cfg.WarningUnaryRequestDuration
+	if warnUnary <= 0 {
+		warnUnary = DefaultWarningUnaryRequestDuration
+	}
 	opts := []grpc.ServerOption{
 		grpc.Creds(connTLSCreds{}),
 		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
@@ -114,7 +122,7 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		// The metrics interceptors come first (outermost), so they count
 		// the status the client finally gets.
-		grpc.ChainUnaryInterceptor(metrics.UnaryServerInterceptor, unaryErrorInterceptor),
+		grpc.ChainUnaryInterceptor(metrics.UnaryServerInterceptor, statsInterceptor(lg, warnUnary), unaryErrorInterceptor),
 		grpc.ChainStreamInterceptor(metrics.StreamServerInterceptor, streamErrorInterceptor),
 	}
 	if cfg.KeepAliveMinTime > 0 {
