@@ -59,7 +59,15 @@ var (
 	ErrKeyMismatch = errors.New("auth: public and private keys don't match")
 	// ErrVerifyOnly: a JWT provider with only a public key cannot sign.
 	ErrVerifyOnly = errors.New("auth: token signing attempted with verify-only key")
+	// ErrNameTooLong: a user or role name longer than the backend can keep
+	// as a key (bbolt's 32 KiB). etcd has no check and its members crash
+	// applying such a request; cairn refuses it, on every member alike,
+	// with etcd's "request is too large".
+	ErrNameTooLong = errors.New("auth: name is too long")
 )
+
+// maxNameBytes is the longest user or role name: bbolt's key size limit.
+const maxNameBytes = 32768
 
 // GRPCErrors maps each error of this package that etcd's gRPC layer knows to
 // the status etcd answers with. Errors missing here reach the client as
@@ -82,4 +90,5 @@ var GRPCErrors = map[error]error{
 	ErrInvalidAuthToken:     rpctypes.ErrGRPCInvalidAuthToken,
 	ErrInvalidAuthMgmt:      rpctypes.ErrGRPCInvalidAuthMgmt,
 	ErrAuthOldRevision:      rpctypes.ErrGRPCAuthOldRevision,
+	ErrNameTooLong:          rpctypes.ErrGRPCRequestTooLarge,
 }

@@ -21,6 +21,9 @@ func (s *Store) RoleAdd(r *pb.AuthRoleAddRequest) (*pb.AuthRoleAddResponse, erro
 	if r.Name == "" {
 		return nil, ErrRoleEmpty
 	}
+	if len(r.Name) > maxNameBytes {
+		return nil, ErrNameTooLong
+	}
 	tx, unlock := s.lockBatch()
 	defer unlock()
 	if getRole(tx, r.Name) != nil {

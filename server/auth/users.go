@@ -15,6 +15,9 @@ func (s *Store) UserAdd(r *pb.AuthUserAddRequest) (*pb.AuthUserAddResponse, erro
 	if r.Name == "" {
 		return nil, ErrUserEmpty
 	}
+	if len(r.Name) > maxNameBytes {
+		return nil, ErrNameTooLong
+	}
 	tx, unlock := s.lockBatch()
 	defer unlock()
 	if getUser(tx, r.Name) != nil {

@@ -346,3 +346,19 @@ func TestAuthThreeMembers(t *testing.T) {
 	_, err = alice.Put(ctx(t), "a/shared", "v2")
 	wantErr(t, err, rpctypes.ErrPermissionDenied)
 }
+
+// TestAuthNameTooLongRefused: a role or user name too long to be a backend
+// key is refused with "request is too large" and the member keeps serving
+// (etcd v3.7.3 crashes applying it).
+func TestAuthNameTooLongRefused(t *testing.T) {
+	m := startMember(t, memberOpts{})
+	cli := m.client(t)
+	long := strings.Repeat("r", 40000)
+	if _, err := cli.RoleAdd(ctx(t), long); err == nil || !strings.Contains(err.Error(), "etcdserver: request is too large") {
+		t.Fatalf("RoleAdd of a 40000-byte name: %v, want request is too large", err)
+	}
+	if _, err := cli.UserAdd(ctx(t), long, "pw"); err == nil || !strings.Contains(err.Error(), "etcdserver: request is too large") {
+		t.Fatalf("UserAdd of a 40000-byte name: %v, want request is too large", err)
+	}
+	mustPut(t, cli, "still", "serving")
+}
