@@ -37,6 +37,9 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 		return nil, errs.ErrRequestTooLarge
 	}
 	resultc := s.proposals.Register(id)
+	// r does not change from here on; apply may use it instead of data.
+	s.localReqs.add(id, r)
+	defer s.localReqs.take(id)
 	metrics.ProposalsPending.Inc()
 	defer func() {
 		metrics.ProposalsPending.Dec()
