@@ -142,8 +142,8 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if len(e.GetData()) == 0 || e.GetIndex() <= s.consistentIdx {
 		return 0, nil
 	}
-	r := &pb.InternalRaftRequest{}
-	if err := proto.Unmarshal(e.GetData(), r); err != nil {
+	r, err := s.decodeRequest(e.GetData())
+	if err != nil {
 		s.lg.Error("skipping undecodable raft entry", zap.Uint64("index", e.GetIndex()), zap.Error(err))
 		return 0, nil
 	}
@@ -188,6 +188,21 @@ func requestOp(r *pb.InternalRaftRequest) string {
 		return false
 	})
 	return op
+}
+
+// decodeRequest returns the request an entry encodes: this member's own
+// proposal as it was proposed (no decoding), else the decoded entry.
+func (s *Server) decodeRequest(data []byte) (*pb.InternalRaftRequest, error) {
+	if id, ok := requestIDOf(data); ok && id != 0 {
+		if r := s.localReqs.take(id); r != nil {
+			return r, nil
+		}
+	}
+	r := &pb.InternalRaftRequest{}
+	if err := proto.Unmarshal(data, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (s *Server) applyConfChange(e *raftpb.Entry) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -50,6 +51,9 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 		return nil, errs.ErrRequestTooLarge
 	}
 	resultc := s.proposals.Register(id)
+	// r does not change from here on; apply may use it instead of data.
+	s.localReqs.add(id, r)
+	defer s.localReqs.take(id)
 	metrics.ProposalsPending.Inc()
 	proposed := time.Now()
 	defer func() {
@@ -60,10 +64,10 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 			metrics.ProposalsFailed.Inc()
 		}
 	}()
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
-	defer cancel()
 	start := time.Now()
-	s.node.Propose(cctx, data, func(err error) { s.proposals.Trigger(id, err) })
+	timeout := getTimer(s.cfg.requestTimeout())
+	defer putTimer(timeout)
+	s.node.Propose(ctx, start.Add(s.cfg.requestTimeout()), data, func(err error) { s.proposals.Trigger(id, err) })
 	select {
 	case x := <-resultc:
 		switch res := x.(type) {
@@ -71,18 +75,44 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 			return res, nil
 		case error: // raft dropped the proposal, or its wait for a leader ended
 			if errors.Is(res, context.DeadlineExceeded) || errors.Is(res, context.Canceled) {
-				return nil, s.timeoutError(cctx, start)
+				return nil, s.timeoutError(ctx, start)
 			}
 			return nil, proposeDropped(res)
 		}
 		return nil, errs.ErrStopped
-	case <-cctx.Done():
+	case <-timeout.C:
 		s.proposals.Trigger(id, nil)
-		return nil, s.timeoutError(cctx, start)
+		return nil, s.timeoutError(ctx, start)
+	case <-ctx.Done():
+		s.proposals.Trigger(id, nil)
+		return nil, s.timeoutError(ctx, start)
 	}
 	// No case on stopc: with hundreds of waiters, a shared channel in every
 	// select is a lock they all contend on. Stop releases them instead
 	// (proposals.TriggerAll), which arrives as a nil result.
+}
+
+// timerPool holds stopped timers: a proposal's wait reuses one instead of
+// making a context with a deadline (a timer, a channel and a link into the
+// caller's context) per request. Since Go 1.23 a stopped or reset timer
+// delivers no stale tick, so reuse is safe.
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// getTimer returns a timer that fires after d.
+func getTimer(d time.Duration) *time.Timer {
+	t := timerPool.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+// putTimer stops t and keeps it for reuse.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
 }
 
 // proposeError turns a failed wait into etcd's error: a canceled caller gets

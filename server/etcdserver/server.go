@@ -55,6 +55,7 @@ type Server struct {
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
+	localReqs   *localRequests // proposed here, not yet applied
 	appliedWait *wait.Index
 
 	// applyMu is held while an entry is applied and while the backend
@@ -107,6 +108,7 @@ func New(cfg *Config) (*Server, error) {
 	}
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.proposals = wait.NewRegistry()
+	s.localReqs = newLocalRequests()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
 	s.reads.init()

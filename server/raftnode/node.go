@@ -67,9 +67,25 @@ type Config struct {
 
 // proposal is one entry waiting to be stepped into raft.
 type proposal struct {
-	ctx    context.Context // a proposal whose caller gave up is never stepped
-	data   []byte
-	onDrop func(error)
+	// A proposal whose caller gave up (ctx ended or deadline passed) is
+	// never stepped. The deadline is separate from ctx so that a caller
+	// needs no context (and timer) of its own per proposal.
+	ctx      context.Context
+	deadline time.Time // zero: none
+	data     []byte
+	onDrop   func(error)
+}
+
+// expired returns why the proposal must not be stepped at now, nil if it
+// may be.
+func (p *proposal) expired(now time.Time) error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if !p.deadline.IsZero() && !now.Before(p.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // Node owns the raft state machine (a RawNode) and its Ready loop. Every
@@ -184,11 +200,12 @@ func (n *Node) LeaderChanged() <-chan struct{} {
 // Propose queues data for raft. It does not wait: the proposer learns the
 // outcome when the entry is applied, or through onDrop (called once) if raft
 // refuses it. While no leader is known proposals stay queued, as raft.Node
-// holds them, until a leader appears or ctx ends; a proposal whose ctx has
-// ended by the time it would be stepped is dropped with ctx's error.
-func (n *Node) Propose(ctx context.Context, data []byte, onDrop func(error)) {
+// holds them, until a leader appears, ctx ends or the deadline (if not
+// zero) passes; a proposal that has expired so by the time it would be
+// stepped is dropped with ctx's error or context.DeadlineExceeded.
+func (n *Node) Propose(ctx context.Context, deadline time.Time, data []byte, onDrop func(error)) {
 	n.propMu.Lock()
-	n.props = append(n.props, proposal{ctx: ctx, data: data, onDrop: onDrop})
+	n.props = append(n.props, proposal{ctx: ctx, deadline: deadline, data: data, onDrop: onDrop})
 	n.propMu.Unlock()
 	select {
 	case n.propNotify <- struct{}{}:
@@ -353,8 +370,9 @@ func (n *Node) stepProposals() {
 	n.props = nil
 	n.propMu.Unlock()
 	batch := queued[:0]
+	now := time.Now()
 	for _, p := range queued {
-		if err := p.ctx.Err(); err != nil {
+		if err := p.expired(now); err != nil {
 			p.onDrop(err)
 			continue
 		}
@@ -380,17 +398,19 @@ func (n *Node) dropExpired() {
 	n.propMu.Lock()
 	var expired []proposal
 	kept := n.props[:0]
+	now := time.Now()
 	for _, p := range n.props {
-		if p.ctx.Err() != nil {
+		if p.expired(now) != nil {
 			expired = append(expired, p)
 		} else {
 			kept = append(kept, p)
 		}
 	}
+	clear(n.props[len(kept):])
 	n.props = kept
 	n.propMu.Unlock()
 	for _, p := range expired {
-		p.onDrop(p.ctx.Err())
+		p.onDrop(p.expired(now)) // once expired, a proposal stays so
 	}
 }
 

@@ -116,7 +116,7 @@ func TestSingleMemberAppliesProposalsInOrderAfterPersisting(t *testing.T) {
 		i := i
 		go func() {
 			defer dropped.Done()
-			n.Propose(context.Background(), []byte(fmt.Sprintf("%03d", i)), func(err error) { t.Errorf("proposal %d dropped: %v", i, err) })
+			n.Propose(context.Background(), time.Time{}, []byte(fmt.Sprintf("%03d", i)), func(err error) { t.Errorf("proposal %d dropped: %v", i, err) })
 		}()
 	}
 	dropped.Wait()
@@ -160,7 +160,7 @@ func TestProposalWithoutLeaderWaitsForItsCaller(t *testing.T) {
 	n, _ := newTestNode(t, 1, 2, 3)
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	n.Propose(ctx, []byte("x"), func(err error) { errc <- err })
+	n.Propose(ctx, time.Time{}, []byte("x"), func(err error) { errc <- err })
 	select {
 	case err := <-errc:
 		t.Fatalf("proposal dropped while its caller still waits: %v", err)
@@ -177,6 +177,22 @@ func TestProposalWithoutLeaderWaitsForItsCaller(t *testing.T) {
 	}
 }
 
+func TestProposalWithoutLeaderDroppedAtItsDeadline(t *testing.T) {
+	// No election can be won; the proposal's deadline has passed already,
+	// so it is dropped at the next look at the queue while its ctx lives on.
+	n, _ := newTestNode(t, 1, 2, 3)
+	errc := make(chan error, 1)
+	n.Propose(context.Background(), time.Now(), []byte("x"), func(err error) { errc <- err })
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proposal past its deadline neither applied nor dropped")
+	}
+}
+
 func TestOperationsAfterStopFail(t *testing.T) {
 	n, _ := newTestNode(t, 1)
 	n.Stop()
@@ -184,7 +200,7 @@ func TestOperationsAfterStopFail(t *testing.T) {
 		t.Fatalf("Status after Stop: %v", err)
 	}
 	errc := make(chan error, 1)
-	n.Propose(context.Background(), []byte("late"), func(err error) { errc <- err })
+	n.Propose(context.Background(), time.Time{}, []byte("late"), func(err error) { errc <- err })
 	n.Stop() // idempotent; drops what was queued meanwhile
 	if err := <-errc; !errors.Is(err, ErrStopped) {
 		t.Fatalf("queued proposal after Stop: %v", err)

@@ -18,12 +18,10 @@ type LeaderReporter interface {
 
 // requiresLeader reports whether the client asked, through etcd's
 // "hasleader" metadata, to fail fast when the member has no leader.
+// It looks up the one key (case-insensitively, as metadata keys are) rather
+// than copying all of the request's metadata, which every request would pay.
 func requiresLeader(ctx context.Context) bool {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return false
-	}
-	vals := md.Get(rpctypes.MetadataRequireLeaderKey)
+	vals := metadata.ValueFromIncomingContext(ctx, rpctypes.MetadataRequireLeaderKey)
 	return len(vals) > 0 && vals[0] == rpctypes.MetadataHasLeader
 }
 

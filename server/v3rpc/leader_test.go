@@ -16,6 +16,27 @@ type fixedLeader uint64
 
 func (l fixedLeader) Leader() uint64 { return uint64(l) }
 
+func TestRequiresLeaderMetadata(t *testing.T) {
+	in := func(md metadata.MD) context.Context { return metadata.NewIncomingContext(context.Background(), md) }
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"no metadata", context.Background(), false},
+		{"other keys", in(metadata.Pairs("token", "t")), false},
+		{"hasleader true", in(metadata.Pairs(rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader)), true},
+		{"hasleader other value", in(metadata.Pairs(rpctypes.MetadataRequireLeaderKey, "false")), false},
+		{"key in upper case", in(metadata.MD{"HasLeader": {rpctypes.MetadataHasLeader}}), true},
+		{"first value counts", in(metadata.MD{rpctypes.MetadataRequireLeaderKey: {"x", rpctypes.MetadataHasLeader}}), false},
+	}
+	for _, tt := range tests {
+		if got := requiresLeader(tt.ctx); got != tt.want {
+			t.Errorf("%s: requiresLeader = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestRequireLeader(t *testing.T) {
 	withMD := metadata.NewIncomingContext(context.Background(),
 		metadata.Pairs(rpctypes.MetadataRequireLeaderKey, rpctypes.MetadataHasLeader))

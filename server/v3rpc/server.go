@@ -89,6 +89,13 @@ type Config struct {
 // rejected (or accepted) by the member with etcd's own error.
 const grpcOverheadBytes = 512 * 1024
 
+// streamWorkers is the size of the gRPC server's goroutine pool for
+// streams (unary calls included); a stream that finds every worker busy
+// gets a goroutine of its own, as without a pool. 128 workers cut server
+// CPU per put by ~10% against 2 under 100 concurrent clients, with the same
+// peak RSS.
+const streamWorkers = 128
+
 // etcd's defaults, used for zero Config fields.
 const (
 	DefaultMaxRequestBytes = 1536 * 1024
@@ -116,8 +123,12 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.Creds(connTLSCreds{}),
 		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
-		// whose stack would grow anew each time.
-		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// whose stack would grow anew each time (copystack was ~8% of CPU
+		// under a 100-client put load). A unary write holds its worker
+		// while it waits for commit and fsync, so the pool must cover the
+		// requests in flight, not the CPUs; an idle worker is a parked
+		// goroutine.
+		grpc.NumStreamWorkers(uint32(max(streamWorkers, runtime.GOMAXPROCS(0)))),
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, math.MaxInt32-grpcOverheadBytes)) + grpcOverheadBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		// The metrics interceptors come first (outermost), so they count

@@ -3,7 +3,6 @@ package backend
 import (
 	"bytes"
 	"slices"
-	"sort"
 )
 
 // bufferedWrite is one put or delete that the batch has released but not yet
@@ -25,9 +24,27 @@ type run []bufferedWrite
 // times: publishing never copies the whole buffer.
 type bucketRuns []run
 
-// releasedWrites maps bucket name to its runs. A published value is never
-// modified; Unlock publishes a new one.
-type releasedWrites map[string]bucketRuns
+// releasedWrites holds the runs of each bucket with released writes. A
+// published value is never modified; Unlock publishes a new one. It is a
+// slice, not a map: a member has about ten buckets, and copying a short
+// slice on every Unlock costs one allocation where a map costs several.
+type releasedWrites []bucketWrites
+
+// bucketWrites are the runs of one bucket.
+type bucketWrites struct {
+	name string
+	runs bucketRuns
+}
+
+// of returns the runs of bucket, nil if it has none.
+func (rw releasedWrites) of(bucket []byte) bucketRuns {
+	for i := range rw {
+		if rw[i].name == string(bucket) {
+			return rw[i].runs
+		}
+	}
+	return nil
+}
 
 // pendingWrite is a write made under the batch lock that readers must not see
 // before Unlock.
@@ -37,25 +54,48 @@ type pendingWrite struct {
 }
 
 // withWrites returns prev plus ws, sharing every run it does not change.
+// It sorts ws in place (by bucket, then key, keeping the order of writes to
+// one key) so that each bucket's new run is a slice of one array: an Unlock
+// costs a few allocations however many buckets it touches.
 func (prev releasedWrites) withWrites(ws []pendingWrite) releasedWrites {
-	byBucket := make(map[string][]bufferedWrite)
-	for _, w := range ws {
-		byBucket[string(w.bucket)] = append(byBucket[string(w.bucket)], w.write)
+	slices.SortStableFunc(ws, func(a, b pendingWrite) int {
+		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.write.key, b.write.key)
+	})
+	writes := make([]bufferedWrite, len(ws))
+	for i, w := range ws {
+		writes[i] = w.write
 	}
-	next := make(releasedWrites, len(prev)+len(byBucket))
-	for name, runs := range prev {
-		next[name] = runs
-	}
-	for name, writes := range byBucket {
-		next[name] = prev[name].add(newRun(writes))
+	next := make(releasedWrites, len(prev), len(prev)+1)
+	copy(next, prev)
+	for start := 0; start < len(ws); {
+		end := start + 1
+		for end < len(ws) && bytes.Equal(ws[end].bucket, ws[start].bucket) {
+			end++
+		}
+		next = next.with(ws[start].bucket, lastPerKey(writes[start:end:end]))
+		start = end
 	}
 	return next
 }
 
-// newRun sorts writes by key, keeping the last write of each key.
-func newRun(writes []bufferedWrite) run {
-	sort.SliceStable(writes, func(i, j int) bool { return bytes.Compare(writes[i].key, writes[j].key) < 0 })
-	out := make(run, 0, len(writes))
+// with adds newest to the runs of bucket, in place: rw is a fresh copy.
+func (rw releasedWrites) with(bucket []byte, newest run) releasedWrites {
+	for i := range rw {
+		if rw[i].name == string(bucket) {
+			rw[i].runs = rw[i].runs.add(newest)
+			return rw
+		}
+	}
+	return append(rw, bucketWrites{name: string(bucket), runs: bucketRuns(nil).add(newest)})
+}
+
+// lastPerKey keeps the last write of each key of writes, sorted by key, in
+// place.
+func lastPerKey(writes []bufferedWrite) run {
+	out := run(writes[:0])
 	for _, w := range writes {
 		if n := len(out); n > 0 && bytes.Equal(out[n-1].key, w.key) {
 			out[n-1] = w

@@ -28,7 +28,7 @@ func TestWithWritesNewestWinsAndSharesOldState(t *testing.T) {
 		{v2, "c", "x", "1", true},
 	}
 	for i, tt := range tests {
-		w, ok := tt.view[tt.bucket].get([]byte(tt.key))
+		w, ok := tt.view.of([]byte(tt.bucket)).get([]byte(tt.key))
 		if ok != tt.found || string(w.value) != tt.want {
 			t.Errorf("case %d: get(%s/%s) = %q, %v; want %q, %v", i, tt.bucket, tt.key, w.value, ok, tt.want, tt.found)
 		}

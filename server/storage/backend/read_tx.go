@@ -36,7 +36,7 @@ func newReadTx() *readTx {
 // releasedRuns returns the released writes of bucket. A caller loads them
 // once per operation so that one range sees one consistent set.
 func (rt *readTx) releasedRuns(bucket []byte) bucketRuns {
-	return (*rt.released.Load())[string(bucket)]
+	return rt.released.Load().of(bucket)
 }
 
 func (rt *readTx) RLock()   { rt.mu.RLock() }

@@ -24,8 +24,10 @@
 //
 // Watchers (NewWatchStream) observe the key space from any readable
 // revision on. Every write transaction, at its end and still holding the
-// batch, hands its events to the synced watchers of the changed keys, so
-// live notifications go out in revision order, one response per revision.
+// batch, queues its changes for the watch hub (no per-watcher work under
+// the write locks); the hub's dispatcher goroutine hands them to the synced
+// watchers of the changed keys in revision order, one response per
+// revision.
 // A watcher that starts in the past, or whose stream's channel was full (a
 // "victim": its response is kept and retried), catches up in a background
 // goroutine that reads the key bucket by revision, in batches of whole
@@ -35,7 +37,7 @@
 // compacted revision gets one response with CompactRevision and then
 // nothing more. Events share their KeyValues with the write transaction
 // and with each other: they are read-only. The watchers' lock (watchHub.mu)
-// comes after the batch and before revMu (the write transaction moves the
-// revision under it); the catch-up reads the backend without it, under
-// txnMu held shared.
+// is never taken by a writer; it comes before the queue's lock
+// (watchHub.qmu) and revMu. The catch-up reads the backend without it,
+// under txnMu held shared.
 package mvcc

@@ -220,9 +220,10 @@ func (t *writeTxn) delete(key []byte) {
 	t.changes = append(t.changes, &mvccpb.KeyValue{Key: key, ModRevision: idxRev.Main})
 }
 
-// End publishes the changes: the watchers get them, then the revision moves
-// while the batch is still locked, so a reader that sees the new revision
-// also sees its values, and a watcher added later starts after it.
+// End publishes the changes: they are queued for the watchers, then the
+// revision moves while the batch is still locked, so a reader that sees the
+// new revision also sees its values, and a watcher added later starts after
+// it. The fan-out to the watchers happens on the hub's dispatcher.
 func (t *writeTxn) End() {
 	if len(t.changes) > 0 {
 		t.s.watch.notify(t.beginRev+1, t.changes, t.publish)

@@ -41,3 +41,42 @@ func BenchmarkWatchNotify(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWatchFanOut measures a Put while 1000 synced watchers, spread
+// over 10 drained streams, all watch the key it changes: what a writer pays
+// for a wide fan-out.
+func BenchmarkWatchFanOut(b *testing.B) {
+	const watchers, streams = 1000, 10
+	s, be, _ := newTestStore(b, StoreConfig{})
+	var drained []chan struct{}
+	var wss []WatchStream
+	for range streams {
+		ws := s.NewWatchStream()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range ws.Chan() {
+			}
+		}()
+		wss, drained = append(wss, ws), append(drained, done)
+	}
+	for i := range watchers {
+		if _, err := wss[i%streams].Watch(AutoWatchID, []byte("key"), nil, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	value := make([]byte, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Put([]byte("key"), value, 0)
+		if i%commitEvery == commitEvery-1 {
+			be.Commit()
+		}
+	}
+	b.StopTimer()
+	for i, ws := range wss {
+		ws.Close()
+		<-drained[i]
+	}
+}

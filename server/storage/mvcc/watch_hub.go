@@ -19,7 +19,8 @@ const (
 )
 
 // watchHub holds every watcher of a Store. Watchers are synced (they get
-// each write's events from notify, at the end of the write transaction),
+// each write's events from the dispatcher, which fans out the revisions
+// notify queues at the end of each write transaction),
 // unsynced (behind: a background goroutine reads their history from the
 // backend in batches until they reach the notified revision) or victims (a
 // response did not fit the stream's channel: it is kept and retried, then
@@ -29,7 +30,7 @@ type watchHub struct {
 	s *Store
 
 	mu sync.Mutex
-	// notifiedRev is the newest revision notify has handled. Every synced
+	// notifiedRev is the newest revision dispatched. Every synced
 	// watcher has received each event up to it.
 	notifiedRev int64
 	synced      *watcherGroup
@@ -38,9 +39,16 @@ type watchHub struct {
 	batchLimit  int  // key-bucket entries per catch-up read
 	held        bool // tests: the background goroutine does nothing
 
+	// qmu guards queue, the revisions written but not yet dispatched, in
+	// revision order. Lock order: mu, then qmu.
+	qmu    sync.Mutex
+	queue  []notification
+	spare  []notification // the drained queue's array, for reuse
+	queued chan struct{}  // capacity 1: the queue has new revisions
+
 	kick chan struct{} // capacity 1: new background work
 	quit chan struct{}
-	done chan struct{}
+	done sync.WaitGroup
 }
 
 // pendingResponse is a victim's response; once delivered the watcher needs
@@ -59,18 +67,20 @@ func newWatchHub(s *Store, currentRev int64) *watchHub {
 		unsynced:    make(watcherSet),
 		victims:     make(map[*watcher]pendingResponse),
 		batchLimit:  defaultWatchBatchLimit,
+		queued:      make(chan struct{}, 1),
 		kick:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
-		done:        make(chan struct{}),
 	}
+	h.done.Add(2)
 	go h.run()
+	go h.dispatchLoop()
 	return h
 }
 
-// stop ends the background goroutine and waits for it.
+// stop ends the background goroutines and waits for them.
 func (h *watchHub) stop() {
 	close(h.quit)
-	<-h.done
+	h.done.Wait()
 }
 
 func (h *watchHub) wake() {
@@ -94,13 +104,18 @@ func (s *Store) WatchBacklog() (slowWatchers, pendingEvents int) {
 }
 
 // add places a new watcher: synced if it starts after the notified
-// revision, unsynced (caught up in the background) otherwise.
+// revision, unsynced (caught up in the background) otherwise. It dispatches
+// the queue first, so the notified revision is the store's unless a write
+// ends meanwhile. A watcher from "now" starts after the store's revision:
+// revisions up to it still queued are older than its minRev, so dispatch
+// skips them.
 func (h *watchHub) add(w *watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatch()
 	w.minRev = w.startRev
 	if w.startRev == 0 {
-		w.minRev = h.notifiedRev + 1
+		w.minRev = h.s.Rev() + 1
 	}
 	h.place(w)
 }
@@ -152,26 +167,21 @@ func (h *watchHub) closeStream(ws *watchStream) {
 }
 
 // notify hands the changes of the write transaction that creates revision
-// rev to the synced watchers, then calls publish (which makes rev the
-// store's revision) before it lets go of mu: whoever reads the store's
-// revision under mu finds every event up to it handed out, as etcd does.
-// The write transaction calls it while it still holds the batch, so
-// notifications happen in revision order. A watcher whose channel is full
-// becomes a victim and leaves the synced group.
+// rev to the hub, then calls publish (which makes rev the store's
+// revision). The write transaction calls it while it still holds the
+// batch, so revisions are queued in order. notify does no per-watcher work:
+// the dispatcher goroutine fans the queued revisions out to the synced
+// watchers, so many or slow watchers never hold up a writer.
 func (h *watchHub) notify(rev int64, changes []*mvccpb.KeyValue, publish func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	defer publish()
-	h.notifiedRev = rev
-	if h.synced.size == 0 {
-		return
-	}
-	for w, evs := range eventsByWatcher(h.synced, changesToEvents(changes)) {
-		resp := WatchResponse{WatchID: w.id, Events: evs, Revision: rev}
-		if !w.trySend(resp) {
-			h.synced.remove(w)
-			h.makeVictim(w, resp, rev+1)
-		}
+	h.qmu.Lock()
+	h.queue = append(h.queue, notification{rev: rev, changes: changes})
+	h.qmu.Unlock()
+	// Queued before it is published: every revision a reader can see is
+	// either dispatched or in the queue.
+	publish()
+	select {
+	case h.queued <- struct{}{}:
+	default:
 	}
 }
 
@@ -187,6 +197,7 @@ func (h *watchHub) makeVictim(w *watcher, resp WatchResponse, next int64) {
 func (h *watchHub) progress(w *watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatch()
 	if h.isProgressed(w) {
 		w.trySend(WatchResponse{WatchID: w.id, Revision: h.notifiedRev})
 	}
@@ -197,6 +208,7 @@ func (h *watchHub) progress(w *watcher) {
 func (h *watchHub) progressAll(ws *watchStream) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.dispatch()
 	for _, w := range ws.watchers {
 		if !h.isProgressed(w) {
 			return false
@@ -220,7 +232,7 @@ func (h *watchHub) isProgressed(w *watcher) bool {
 // unsynced watchers, at once while that makes progress, else when kicked or
 // after watchRetryInterval while work is left.
 func (h *watchHub) run() {
-	defer close(h.done)
+	defer h.done.Done()
 	timer := time.NewTimer(watchRetryInterval)
 	defer timer.Stop()
 	for {
