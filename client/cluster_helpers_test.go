@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
@@ -174,7 +176,15 @@ func memberAt(ms []*testMember, addr string) int {
 func addLearner(t *testing.T, c *Client, ms []*testMember) *testMember {
 	t.Helper()
 	clientURL, peerURL := freeURL(t), freeURL(t)
-	must(c.MemberAddAsLearner(testCtx(t), []string{peerURL.String()}))
+	// As etcd, --strict-reconfig-check refuses any member add ("unhealthy
+	// cluster") until every voter has been connected for 5 s.
+	waitUntil(t, "learner added", func() bool {
+		_, err := c.MemberAddAsLearner(testCtx(t), []string{peerURL.String()})
+		if err != nil && !errors.Is(err, rpctypes.ErrUnhealthy) {
+			t.Fatalf("add learner: %v", err)
+		}
+		return err == nil
+	})
 	cfg := config.NewConfig()
 	cfg.Name = "learner"
 	cfg.Dir = t.TempDir()

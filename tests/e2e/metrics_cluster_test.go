@@ -259,9 +259,12 @@ func TestMetricsMoveWithWorkCluster(t *testing.T) {
 // on its URL), has the leader refuse its promotion and removes it.
 func promoteRefused(t *testing.T, leader *clientv3.Client) {
 	t.Helper()
-	added, err := leader.MemberAddAsLearner(ctx(t), []string{"http://127.0.0.1:1"})
-	must(t, err)
-	_, err = leader.MemberPromote(ctx(t), added.Member.ID)
+	var added *clientv3.MemberAddResponse
+	retryReconfig(t, "learner add", func() (err error) {
+		added, err = leader.MemberAddAsLearner(ctx(t), []string{"http://127.0.0.1:1"})
+		return err
+	})
+	_, err := leader.MemberPromote(ctx(t), added.Member.ID)
 	wantErr(t, err, rpctypes.ErrMemberLearnerNotReady)
 	_, err = leader.MemberRemove(ctx(t), added.Member.ID)
 	must(t, err)
