@@ -227,15 +227,16 @@ func (s *gwSession) cluster() {
 }
 
 func (s *gwSession) maintenance() {
-	// etcd records the storage version a little after it starts serving,
-	// and until then leaves it out of Status and Snapshot: wait for it.
+	// etcd records the storage version a little after it starts serving:
+	// until then Status reports none or the detected "3.5.0" and Snapshot
+	// carries no version. Wait until it follows the cluster version.
 	deadline := time.Now().Add(clusterWait)
 	for {
-		if _, st := s.call("maintenance/status", `{}`, ""); str(st, "storageVersion") != "" {
+		if _, st := s.call("maintenance/status", `{}`, ""); str(st, "storageVersion") == "3.7.0" {
 			break
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("no storageVersion in Status after %v", clusterWait)
+			s.t.Fatalf("storageVersion in Status not 3.7.0 after %v", clusterWait)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
