@@ -135,7 +135,9 @@ func TestWatchResumesAfterRestart(t *testing.T) {
 	watching := newClient(t, ms[0].url)
 	writing := newClient(t, ms[1].url, ms[2].url)
 	ctx := testCtx(t)
-	wc := watching.Watch(ctx, "r/", WithPrefix())
+	// The watcher must exist before the first put, or it starts after it.
+	wc := watching.Watch(ctx, "r/", WithPrefix(), WithCreatedNotify())
+	next(t, wc)
 	const perPhase = 5
 	put := func(phase int) {
 		for i := range perPhase {
