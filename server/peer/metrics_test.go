@@ -50,7 +50,9 @@ func TestSnapshotTransferMetrics(t *testing.T) {
 					t.Errorf("%s rose by %v, want %v", name, got, want)
 				}
 			}
-			if got := rise("sent bytes"); got < float64(len(a.store.db)) {
+			// A receiver that fails may stop reading early: only a saved
+			// snapshot proves the whole database crossed the wire.
+			if got := rise("sent bytes"); tt.saveErr == nil && got < float64(len(a.store.db)) {
 				t.Errorf("sent bytes rose by %v, want at least the %d bytes of the database", got, len(a.store.db))
 			}
 			if v := value(t, metrics.SnapshotSendInflight, "To", to); v != 0 {
