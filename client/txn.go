@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -15,28 +16,47 @@ type Txn interface {
 	Commit() (*TxnResponse, error)
 }
 
+// txnPart names the parts of a Txn in the order they may be given.
+type txnPart int
+
+const (
+	partNone txnPart = iota
+	partIf
+	partThen
+	partElse
+)
+
+func (p txnPart) String() string {
+	return [...]string{"", "If", "Then", "Else"}[p]
+}
+
 type txn struct {
 	kv  *kv
 	ctx context.Context
 
-	mu                sync.Mutex
-	cif, cthen, celse bool
-	cmps              []Cmp
-	thenOps, elseOps  []Op
+	mu      sync.Mutex
+	last    txnPart // the latest part given so far
+	cmps    []Cmp
+	thenOps []Op
+	elseOps []Op
+}
+
+// advance records that part p is being given, and panics if it comes twice
+// or after a part that must follow it.
+func (t *txn) advance(p txnPart) {
+	switch {
+	case t.last == p:
+		panic(fmt.Sprintf("client: Txn.%v called twice", p))
+	case t.last > p:
+		panic(fmt.Sprintf("client: Txn.%v called after %v", p, t.last))
+	}
+	t.last = p
 }
 
 func (t *txn) If(cs ...Cmp) Txn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch {
-	case t.cif:
-		panic("client: Txn.If called twice")
-	case t.cthen:
-		panic("client: Txn.If called after Then")
-	case t.celse:
-		panic("client: Txn.If called after Else")
-	}
-	t.cif = true
+	t.advance(partIf)
 	t.cmps = cs
 	return t
 }
@@ -44,13 +64,7 @@ func (t *txn) If(cs ...Cmp) Txn {
 func (t *txn) Then(ops ...Op) Txn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cthen {
-		panic("client: Txn.Then called twice")
-	}
-	if t.celse {
-		panic("client: Txn.Then called after Else")
-	}
-	t.cthen = true
+	t.advance(partThen)
 	t.thenOps = ops
 	return t
 }
@@ -58,10 +72,7 @@ func (t *txn) Then(ops ...Op) Txn {
 func (t *txn) Else(ops ...Op) Txn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.celse {
-		panic("client: Txn.Else called twice")
-	}
-	t.celse = true
+	t.advance(partElse)
 	t.elseOps = ops
 	return t
 }

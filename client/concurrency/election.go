@@ -3,7 +3,6 @@ package concurrency
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -20,119 +19,109 @@ var (
 	ErrElectionNoLeader = errors.New("election: no leader")
 )
 
-// Election is a leader election among sessions. Candidates queue like the
-// waiters of a Mutex; the leader's key holds its proclaimed value.
+// Election is a leader election among sessions. Candidates line up like the
+// waiters of a Mutex (see ticket); the front candidate leads, and its key
+// holds the value it proclaims.
 type Election struct {
 	session *Session
-	pfx     string // the election's name plus "/"
+	prefix  string // the election's name plus "/"
 
-	leaderKey     string
-	leaderRev     int64
-	leaderSession *Session // nil while this election does not lead
-	hdr           *pb.ResponseHeader
+	lead    ticket   // the key this election campaigns with
+	leading *Session // nil while this election does not lead
+	hdr     *pb.ResponseHeader
 }
 
 // NewElection returns the election named pfx for session s.
 func NewElection(s *Session, pfx string) *Election {
-	return &Election{session: s, pfx: pfx + "/"}
+	return &Election{session: s, prefix: pfx + "/"}
 }
 
 // ResumeElection returns the election named pfx as led by s with the key
 // leaderKey created at leaderRev, as a Campaign answered before (for
 // example in another process, holding the same lease).
 func ResumeElection(s *Session, pfx, leaderKey string, leaderRev int64) *Election {
-	return &Election{session: s, pfx: pfx + "/",
-		leaderKey: leaderKey, leaderRev: leaderRev, leaderSession: s}
+	return &Election{session: s, prefix: pfx + "/",
+		lead: ticket{key: leaderKey, created: leaderRev}, leading: s}
 }
 
 // Campaign enters the election with val and waits until it leads or ctx
-// ends. A session that already campaigns keeps its place in the queue and
+// ends. A session that already campaigns keeps its place in line and
 // proclaims val if its value differs. When ctx ends, the candidacy is
 // withdrawn.
 func (e *Election) Campaign(ctx context.Context, val string) error {
-	s := e.session
-	c := s.Client()
-	key := fmt.Sprintf("%s%x", e.pfx, s.Lease())
-	resp, err := c.Txn(ctx).
-		If(client.Compare(client.CreateRevision(key), "=", 0)).
-		Then(client.OpPut(key, val, client.WithLease(s.Lease()))).
-		Else(client.OpGet(key)).
-		Commit()
+	t, held, resp, err := takeTicket(ctx, e.session, e.prefix, val)
 	if err != nil {
 		return err
 	}
-	e.leaderKey, e.leaderRev, e.leaderSession = key, resp.Header.Revision, s
-	if !resp.Succeeded {
-		kv := resp.Responses[0].GetResponseRange().Kvs[0]
-		e.leaderRev = kv.CreateRevision
-		if string(kv.Value) != val {
-			if err := e.Proclaim(ctx, val); err != nil {
-				e.Resign(ctx)
-				return err
-			}
+	e.lead, e.leading = t, e.session
+	if held != nil && string(held.Value) != val {
+		if err := e.Proclaim(ctx, val); err != nil {
+			e.Resign(ctx)
+			return err
 		}
 	}
-	if err := waitDeletes(ctx, c, e.pfx, e.leaderRev-1); err != nil {
-		if ctx.Err() != nil {
-			// The caller gave up: leave the queue.
-			cctx, cancel := cleanupContext(ctx, c)
-			defer cancel()
-			e.Resign(cctx)
-		} else {
-			e.leaderSession = nil
-		}
+	if err := t.waitForFront(ctx, e.session.Client(), e.prefix); err != nil {
+		e.giveUp(ctx)
 		return err
 	}
 	e.hdr = resp.Header
 	return nil
+}
+
+// giveUp ends a campaign whose wait failed: a caller that gave up withdraws
+// the candidacy; after a store error the key stays, but this election no
+// longer claims to lead.
+func (e *Election) giveUp(ctx context.Context) {
+	if ctx.Err() == nil {
+		e.leading = nil
+		return
+	}
+	cctx, cancel := cleanupContext(ctx, e.session.Client())
+	defer cancel()
+	e.Resign(cctx)
 }
 
 // Proclaim replaces the leader's value, if this election still leads.
 func (e *Election) Proclaim(ctx context.Context, val string) error {
-	if e.leaderSession == nil {
+	if e.leading == nil {
 		return ErrElectionNotLeader
 	}
 	resp, err := e.session.Client().Txn(ctx).
-		If(e.stillLeads()).
-		Then(client.OpPut(e.leaderKey, val, client.WithLease(e.leaderSession.Lease()))).
+		If(e.lead.stillHeld()).
+		Then(client.OpPut(e.lead.key, val, client.WithLease(e.leading.Lease()))).
 		Commit()
 	if err != nil {
 		return err
 	}
 	if !resp.Succeeded {
-		e.leaderKey = ""
+		e.lead.key = ""
 		return ErrElectionNotLeader
 	}
 	e.hdr = resp.Header
 	return nil
 }
 
-// Resign gives the leadership (or the place in the queue) up, so that the
-// next candidate leads. Resigning without leading does nothing.
+// Resign gives the leadership (or the place in line) up, so that the next
+// candidate leads. Resigning without leading does nothing.
 func (e *Election) Resign(ctx context.Context) error {
-	if e.leaderSession == nil {
+	if e.leading == nil {
 		return nil
 	}
 	resp, err := e.session.Client().Txn(ctx).
-		If(e.stillLeads()).
-		Then(client.OpDelete(e.leaderKey)).
+		If(e.lead.stillHeld()).
+		Then(client.OpDelete(e.lead.key)).
 		Commit()
 	if err == nil {
 		e.hdr = resp.Header
 	}
-	e.leaderKey, e.leaderSession = "", nil
+	e.lead.key, e.leading = "", nil
 	return err
-}
-
-// stillLeads holds while the leader key is the one this election created.
-func (e *Election) stillLeads() client.Cmp {
-	return client.Compare(client.CreateRevision(e.leaderKey), "=", e.leaderRev)
 }
 
 // Leader reads the current leader's key and value; ErrElectionNoLeader when
 // nobody campaigns.
 func (e *Election) Leader(ctx context.Context) (*client.GetResponse, error) {
-	resp, err := e.session.Client().Get(ctx, e.pfx, withFirstCreate()...)
+	resp, err := e.session.Client().Get(ctx, e.prefix, withFirstCreate()...)
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +132,10 @@ func (e *Election) Leader(ctx context.Context) (*client.GetResponse, error) {
 }
 
 // Key is the leader key while this election leads, "" otherwise.
-func (e *Election) Key() string { return e.leaderKey }
+func (e *Election) Key() string { return e.lead.key }
 
 // Rev is the leader key's create revision while this election leads.
-func (e *Election) Rev() int64 { return e.leaderRev }
+func (e *Election) Rev() int64 { return e.lead.created }
 
 // Header is the response header of the last successful Campaign, Proclaim
 // or Resign.
@@ -178,7 +167,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- *client.GetResponse) {
 // nextLeader returns the current leader, waiting for one if nobody leads.
 func (e *Election) nextLeader(ctx context.Context) (*pb.ResponseHeader, *mvccpb.KeyValue, bool) {
 	c := e.session.Client()
-	resp, err := c.Get(ctx, e.pfx, withFirstCreate()...)
+	resp, err := c.Get(ctx, e.prefix, withFirstCreate()...)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -187,7 +176,7 @@ func (e *Election) nextLeader(ctx context.Context) (*pb.ResponseHeader, *mvccpb.
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := c.Watch(wctx, e.pfx, client.WithPrefix(), client.WithRev(resp.Header.Revision))
+	wch := c.Watch(wctx, e.prefix, client.WithPrefix(), client.WithRev(resp.Header.Revision))
 	for wr := range wch {
 		if wr.Err() != nil {
 			return nil, nil, false

@@ -23,129 +23,123 @@ var (
 	ErrLockReleased = errors.New("mutex: lock has already been released")
 )
 
-// releasedKey marks a mutex that has given its key up.
+// releasedKey is the key a mutex reports once it has left the line.
 const releasedKey = "\x00"
 
-// Mutex is a lock shared through the store. Waiters queue by the create
-// revision of their key pfx/<lease hex>; the oldest key holds the lock, and
-// each waiter waits only for the key right ahead of it, so a release wakes
-// one waiter, not all.
-type Mutex struct {
-	s   *Session
-	pfx string // the lock's name plus "/"
+// released is the ticket of a mutex that is not in line.
+var released = ticket{key: releasedKey, created: -1}
 
-	myKey string
-	myRev int64 // create revision of myKey; -1 when not queued
-	hdr   *pb.ResponseHeader
+// Mutex is a lock shared through the store. Waiters line up by the create
+// revision of their key <name>/<lease hex> (see ticket); the oldest key
+// holds the lock, and each waiter watches only the key right ahead of it,
+// so a release wakes one waiter, not all.
+type Mutex struct {
+	s      *Session
+	prefix string // the lock's name plus "/"
+	ticket ticket
+	hdr    *pb.ResponseHeader
 }
 
 // NewMutex returns the mutex named pfx for session s.
 func NewMutex(s *Session, pfx string) *Mutex {
-	return &Mutex{s: s, pfx: pfx + "/", myRev: -1}
+	return &Mutex{s: s, prefix: pfx + "/", ticket: ticket{created: -1}}
 }
 
 // TryLock takes the lock if it is free and returns ErrLocked at once
-// otherwise, after removing the key it queued.
+// otherwise, after leaving the line it joined.
 func (m *Mutex) TryLock(ctx context.Context) error {
-	resp, err := m.enqueue(ctx)
+	atFront, hdr, err := m.join(ctx)
 	if err != nil {
 		return err
 	}
-	if m.owns(resp) {
-		m.hdr = resp.Header
+	if atFront {
+		m.hdr = hdr
 		return nil
 	}
-	if _, err := m.s.Client().Delete(ctx, m.myKey); err != nil {
+	if err := m.leave(ctx); err != nil {
 		return err
 	}
-	m.myKey, m.myRev = releasedKey, -1
 	return ErrLocked
 }
 
-// Lock waits until the lock is held or ctx ends. A wait that fails removes
-// the queued key, so it does not block the waiters behind it.
+// Lock waits until the lock is held or ctx ends. A wait that fails leaves
+// the line, so that it does not block the waiters behind.
 func (m *Mutex) Lock(ctx context.Context) error {
-	resp, err := m.enqueue(ctx)
+	atFront, hdr, err := m.join(ctx)
 	if err != nil {
 		return err
 	}
-	if m.owns(resp) {
-		m.hdr = resp.Header
-		return nil
+	if !atFront {
+		hdr, err = m.waitTurn(ctx)
 	}
-	c := m.s.Client()
-	err = waitDeletes(ctx, c, m.pfx, m.myRev-1)
-	var gresp *client.GetResponse
 	if err == nil {
-		// The keys ahead are gone; the lock is ours only if our key
-		// survived the wait (the session's lease may have ended meanwhile).
-		gresp, err = c.Get(ctx, m.myKey)
+		m.hdr = hdr
+	}
+	return err
+}
+
+// join takes the session's place in line (or finds it kept) and reports
+// whether it is at the front, all in one transaction.
+func (m *Mutex) join(ctx context.Context) (atFront bool, hdr *pb.ResponseHeader, err error) {
+	front := client.OpGet(m.prefix, withFirstCreate()...)
+	t, _, resp, err := takeTicket(ctx, m.s, m.prefix, "", front)
+	if err != nil {
+		return false, nil, err
+	}
+	m.ticket = t
+	oldest := resp.Responses[1].GetResponseRange().Kvs
+	return len(oldest) == 0 || oldest[0].CreateRevision == t.created, resp.Header, nil
+}
+
+// waitTurn waits for the keys ahead to go, then checks that our own key
+// outlived the wait (the session's lease may have ended meanwhile).
+func (m *Mutex) waitTurn(ctx context.Context) (*pb.ResponseHeader, error) {
+	c := m.s.Client()
+	err := m.ticket.waitForFront(ctx, c, m.prefix)
+	var own *client.GetResponse
+	if err == nil {
+		own, err = c.Get(ctx, m.ticket.key)
 	}
 	if err != nil {
-		// Leave the queue, even though ctx may have ended.
+		// Leave the line even though ctx may have ended.
 		cctx, cancel := cleanupContext(ctx, c)
 		defer cancel()
 		m.Unlock(cctx)
-		return err
-	}
-	if len(gresp.Kvs) == 0 {
-		return ErrSessionExpired
-	}
-	m.hdr = gresp.Header
-	return nil
-}
-
-// enqueue creates the session's key under the prefix unless it exists (the
-// session may hold or wait for the lock already) and reads the current
-// owner, in one transaction.
-func (m *Mutex) enqueue(ctx context.Context) (*client.TxnResponse, error) {
-	lease := m.s.Lease()
-	m.myKey = fmt.Sprintf("%s%x", m.pfx, lease)
-	owner := client.OpGet(m.pfx, withFirstCreate()...)
-	resp, err := m.s.Client().Txn(ctx).
-		If(client.Compare(client.CreateRevision(m.myKey), "=", 0)).
-		Then(client.OpPut(m.myKey, "", client.WithLease(lease)), owner).
-		Else(client.OpGet(m.myKey), owner).
-		Commit()
-	if err != nil {
 		return nil, err
 	}
-	m.myRev = resp.Header.Revision
-	if !resp.Succeeded {
-		m.myRev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	if len(own.Kvs) == 0 {
+		return nil, ErrSessionExpired
 	}
-	return resp, nil
+	return own.Header, nil
 }
 
-// owns reports whether enqueue's transaction found our key to be the oldest.
-func (m *Mutex) owns(resp *client.TxnResponse) bool {
-	kvs := resp.Responses[1].GetResponseRange().Kvs
-	return len(kvs) == 0 || kvs[0].CreateRevision == m.myRev
-}
-
-// Unlock releases the lock (or leaves the queue) by deleting the key.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.myKey == "" || m.myKey == releasedKey || m.myRev <= 0 {
-		return ErrLockReleased
-	}
-	if !strings.HasPrefix(m.myKey, m.pfx) {
-		return fmt.Errorf("invalid key %q, it should have prefix %q", m.myKey, m.pfx)
-	}
-	if _, err := m.s.Client().Delete(ctx, m.myKey); err != nil {
+// leave deletes the mutex's key from the line.
+func (m *Mutex) leave(ctx context.Context) error {
+	if _, err := m.s.Client().Delete(ctx, m.ticket.key); err != nil {
 		return err
 	}
-	m.myKey, m.myRev = releasedKey, -1
+	m.ticket = released
 	return nil
+}
+
+// Unlock releases the lock (or leaves the line) by deleting the key.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	t := m.ticket
+	if !t.inLine() {
+		return ErrLockReleased
+	}
+	if !strings.HasPrefix(t.key, m.prefix) {
+		return fmt.Errorf("invalid key %q, it should have prefix %q", t.key, m.prefix)
+	}
+	return m.leave(ctx)
 }
 
 // IsOwner is a comparison that holds while this mutex holds the lock; put
 // it in a Txn's If to write only as the owner.
-func (m *Mutex) IsOwner() client.Cmp {
-	return client.Compare(client.CreateRevision(m.myKey), "=", m.myRev)
-}
+func (m *Mutex) IsOwner() client.Cmp { return m.ticket.stillHeld() }
 
 // Key is the mutex's key in the store.
-func (m *Mutex) Key() string { return m.myKey }
+func (m *Mutex) Key() string { return m.ticket.key }
 
 // Header is the response header of the request that acquired the lock.
 func (m *Mutex) Header() *pb.ResponseHeader { return m.hdr }

@@ -1,7 +1,9 @@
 // Package idutil generates request IDs that are unique across the members of
-// a cluster and across restarts of one member, as etcd's are: the top 16 bits
-// are the low bits of the member ID, the next 40 bits a millisecond timestamp
-// taken at start, the low 8 bits (plus carry) a counter.
+// a cluster and across restarts of one member. An ID is the member's 16-bit
+// tag above a 48-bit sequence; the sequence starts at the member's start time
+// in milliseconds shifted past an 8-bit counter, so a member that restarts
+// later begins beyond every ID it handed out before (at up to 256 IDs per
+// millisecond of uptime).
 package idutil
 
 import (
@@ -10,27 +12,29 @@ import (
 )
 
 const (
-	tsLen     = 5 * 8
-	cntLen    = 8
-	suffixLen = tsLen + cntLen
+	// sequenceBits is the width of the per-member part of an ID.
+	sequenceBits = 48
+	// perMillisecond is how many IDs fit in one millisecond of the start
+	// time: the sequence starts at startMillis * perMillisecond.
+	perMillisecond = 1 << 8
+
+	sequenceMask = 1<<sequenceBits - 1
 )
 
 // Generator hands out IDs; safe for concurrent use.
 type Generator struct {
-	prefix uint64
-	suffix atomic.Uint64
+	tag      uint64 // the member's bits, already in place
+	sequence atomic.Uint64
 }
 
 // NewGenerator returns a generator for member memberID starting at now.
 func NewGenerator(memberID uint16, now time.Time) *Generator {
-	g := &Generator{prefix: uint64(memberID) << suffixLen}
-	ms := uint64(now.UnixNano()/int64(time.Millisecond)) & (1<<tsLen - 1)
-	g.suffix.Store(ms << cntLen)
+	g := &Generator{tag: uint64(memberID) << sequenceBits}
+	g.sequence.Store(uint64(now.UnixMilli()) * perMillisecond)
 	return g
 }
 
 // Next returns the next ID.
 func (g *Generator) Next() uint64 {
-	s := g.suffix.Add(1)
-	return g.prefix | (s & (1<<suffixLen - 1))
+	return g.tag | g.sequence.Add(1)&sequenceMask
 }
