@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/client"
@@ -253,14 +254,20 @@ func (d *discoverer) size(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(resp.Kvs) == 0 {
+	return clusterSize(resp.Kvs)
+}
+
+// clusterSize reads the expected member count from the size key's answer:
+// a positive decimal number, or the discovery errors etcd gives for a
+// missing or unusable key.
+func clusterSize(kvs []*mvccpb.KeyValue) (int, error) {
+	if len(kvs) == 0 {
 		return 0, ErrSizeNotFound
 	}
-	n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 0)
-	if err != nil || n <= 0 {
-		return 0, ErrBadSizeKey
+	if n, err := strconv.Atoi(string(kvs[0].Value)); err == nil && n > 0 {
+		return n, nil
 	}
-	return int(n), nil
+	return 0, ErrBadSizeKey
 }
 
 func (d *discoverer) members(ctx context.Context) (*registrations, int64, error) {
