@@ -132,81 +132,123 @@ func (c *corruptionChecker) initialMismatch(h mvcc.KeyValueHash, p peerHash) boo
 	return true
 }
 
-// periodicCheck is one round of the leader's --corrupt-check-time check. It
-// hashes its key space, asks the followers for theirs at that revision,
-// waits until it has applied everything committed, and hashes again. At
-// most one alarm is raised: for the leader itself if its own two hashes at
-// the same revision differ, otherwise for the first follower that is ahead
-// of the leader or whose hash differs at the same compact revision.
+// periodicCheck is one round of the leader's --corrupt-check-time check.
+// The leader hashes its key space, asks the followers for their hashes at
+// that revision, catches up with everything committed, and hashes again.
+// It then lists the suspects - itself first if its own two hashes of one
+// revision differ, then each follower that breaks a followerRule - and
+// raises one alarm, for the first suspect.
 func (c *corruptionChecker) periodicCheck() error {
-	h, _, err := c.src.HashByRev(0)
+	own, peers, err := c.gatherHashes()
 	if err != nil {
 		return err
 	}
-	peers := c.src.peerHashes(h.Revision)
-	ctx, cancel := context.WithTimeout(context.Background(), c.src.reqTimeout())
-	err = c.src.linearizableReadNotify(ctx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	h2, rev2, err := c.src.HashByRev(0)
-	if err != nil {
-		return err
-	}
-
-	alarmed := false
-	alarm := func(id uint64) {
-		if !alarmed {
-			alarmed = true
-			c.src.triggerCorruptAlarm(id)
-		}
-	}
-	if h2.Hash != h.Hash && h2.Revision == h.Revision && h2.CompactRevision == h.CompactRevision {
+	var suspects []uint64
+	if own.selfInconsistent() {
 		c.lg.Warn("found hash mismatch",
-			zap.Int64("revision-1", h.Revision), zap.Int64("compact-revision-1", h.CompactRevision), zap.Uint32("hash-1", h.Hash),
-			zap.Int64("revision-2", h2.Revision), zap.Int64("compact-revision-2", h2.CompactRevision), zap.Uint32("hash-2", h2.Hash))
-		alarm(c.src.memberID())
+			zap.Int64("revision-1", own.asked.Revision), zap.Int64("compact-revision-1", own.asked.CompactRevision), zap.Uint32("hash-1", own.asked.Hash),
+			zap.Int64("revision-2", own.now.Revision), zap.Int64("compact-revision-2", own.now.CompactRevision), zap.Uint32("hash-2", own.now.Hash))
+		suspects = append(suspects, c.src.memberID())
 	}
-	checked := 0
+	answered := 0
 	for _, p := range peers {
 		if p.resp == nil {
 			continue
 		}
-		checked++
-		if c.followerDiverged(h, h2, rev2, p) {
-			alarm(p.id)
+		answered++
+		if c.breaksRules(own, p) {
+			suspects = append(suspects, p.id)
 		}
 	}
-	c.lg.Info("finished peer corruption check", zap.Int("number-of-peers-checked", checked))
+	c.lg.Info("finished peer corruption check", zap.Int("number-of-peers-checked", answered))
+	if len(suspects) > 0 {
+		c.src.triggerCorruptAlarm(suspects[0])
+	}
 	return nil
 }
 
-// followerDiverged applies the periodic check's rules to one follower's
-// answer p: h is the leader's hash at the revision p was asked for, h2 and
-// rev2 the leader's hash and revision once it caught up. Every broken rule
-// is logged.
-func (c *corruptionChecker) followerDiverged(h, h2 mvcc.KeyValueHash, rev2 int64, p peerHash) bool {
-	follower := zap.String("follower-peer-id", idHex(p.id))
-	diverged := false
-	if r := p.resp.GetHeader().GetRevision(); r > rev2 {
-		c.lg.Warn("revision from follower must be less than or equal to leader's",
-			zap.Int64("leader-revision", rev2), zap.Int64("follower-revision", r), follower)
-		diverged = true
+// leaderHashes are the leader's two hashes of one periodic round.
+type leaderHashes struct {
+	asked  mvcc.KeyValueHash // at the revision the followers were asked for
+	now    mvcc.KeyValueHash // after catching up with the commit index
+	nowRev int64             // the leader's revision after catching up
+}
+
+// selfInconsistent reports two different hashes of the same revision and
+// compaction: the leader's own store changed under it.
+func (h leaderHashes) selfInconsistent() bool {
+	return h.now.Hash != h.asked.Hash && h.now.Revision == h.asked.Revision &&
+		h.now.CompactRevision == h.asked.CompactRevision
+}
+
+// gatherHashes takes the leader's first hash, the followers' answers for its
+// revision, and the leader's second hash once it has applied everything
+// committed (so a follower ahead of the first hash is not a false alarm).
+func (c *corruptionChecker) gatherHashes() (leaderHashes, []peerHash, error) {
+	var own leaderHashes
+	var err error
+	if own.asked, _, err = c.src.HashByRev(0); err != nil {
+		return own, nil, err
 	}
-	if p.resp.CompactRevision > h2.CompactRevision {
-		c.lg.Warn("compact revision from follower must be less than or equal to leader's",
-			zap.Int64("leader-compact-revision", h2.CompactRevision),
-			zap.Int64("follower-compact-revision", p.resp.CompactRevision), follower)
-		diverged = true
+	peers := c.src.peerHashes(own.asked.Revision)
+	ctx, cancel := context.WithTimeout(context.Background(), c.src.reqTimeout())
+	err = c.src.linearizableReadNotify(ctx)
+	cancel()
+	if err != nil {
+		return own, nil, err
 	}
-	if p.resp.CompactRevision == h.CompactRevision && p.resp.Hash != h.Hash {
-		c.lg.Warn("same compact revision then hashes must match",
-			zap.Int64("leader-compact-revision", h2.CompactRevision), zap.Uint32("leader-hash", h.Hash),
-			zap.Int64("follower-compact-revision", p.resp.CompactRevision), zap.Uint32("follower-hash", p.resp.Hash), follower)
-		diverged = true
+	if own.now, own.nowRev, err = c.src.HashByRev(0); err != nil {
+		return own, nil, err
 	}
-	return diverged
+	return own, peers, nil
+}
+
+// followerRule is one invariant of a follower's HashKV answer against the
+// leader's hashes, with etcd's warning for when it is broken.
+type followerRule struct {
+	broken  func(own leaderHashes, r *pb.HashKVResponse) bool
+	warning string
+	fields  func(own leaderHashes, r *pb.HashKVResponse) []zap.Field
+}
+
+var followerRules = []followerRule{
+	{
+		broken:  func(own leaderHashes, r *pb.HashKVResponse) bool { return r.GetHeader().GetRevision() > own.nowRev },
+		warning: "revision from follower must be less than or equal to leader's",
+		fields: func(own leaderHashes, r *pb.HashKVResponse) []zap.Field {
+			return []zap.Field{zap.Int64("leader-revision", own.nowRev), zap.Int64("follower-revision", r.GetHeader().GetRevision())}
+		},
+	},
+	{
+		broken:  func(own leaderHashes, r *pb.HashKVResponse) bool { return r.CompactRevision > own.now.CompactRevision },
+		warning: "compact revision from follower must be less than or equal to leader's",
+		fields: func(own leaderHashes, r *pb.HashKVResponse) []zap.Field {
+			return []zap.Field{zap.Int64("leader-compact-revision", own.now.CompactRevision), zap.Int64("follower-compact-revision", r.CompactRevision)}
+		},
+	},
+	{
+		broken: func(own leaderHashes, r *pb.HashKVResponse) bool {
+			return r.CompactRevision == own.asked.CompactRevision && r.Hash != own.asked.Hash
+		},
+		warning: "same compact revision then hashes must match",
+		fields: func(own leaderHashes, r *pb.HashKVResponse) []zap.Field {
+			return []zap.Field{zap.Int64("leader-compact-revision", own.asked.CompactRevision), zap.Uint32("leader-hash", own.asked.Hash),
+				zap.Int64("follower-compact-revision", r.CompactRevision), zap.Uint32("follower-hash", r.Hash)}
+		},
+	},
+}
+
+// breaksRules logs every followerRule that follower p's answer breaks and
+// reports whether there was any.
+func (c *corruptionChecker) breaksRules(own leaderHashes, p peerHash) bool {
+	broke := false
+	for _, rule := range followerRules {
+		if rule.broken(own, p.resp) {
+			c.lg.Warn(rule.warning, append(rule.fields(own, p.resp), zap.String("follower-peer-id", idHex(p.id)))...)
+			broke = true
+		}
+	}
+	return broke
 }
 
 // compactHashCheck is one round of the leader's compaction hash check.

@@ -34,36 +34,61 @@ const peerHashKVPath = "/members/hashkv"
 // bodies included: the client side (fetchPeerHashKV) recognises the
 // compacted and future revision errors by their text.
 func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if r.URL.Path != peerHashKVPath {
-		http.Error(w, "bad path", http.StatusBadRequest)
-		return
-	}
 	cid := strconv.FormatUint(s.clusterID, 16)
-	if got := r.Header.Get("X-Etcd-Cluster-ID"); got != "" && got != cid {
-		http.Error(w, peer.ErrClusterIDMismatch.Error(), http.StatusPreconditionFailed)
-		return
+	req, refusal := s.readHashKVRequest(r, cid)
+	if refusal == nil {
+		var answer []byte
+		answer, refusal = s.answerHashKV(req)
+		if refusal == nil {
+			w.Header().Set("X-Etcd-Cluster-ID", cid)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
+			return
+		}
+	}
+	if refusal.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodGet)
+	}
+	http.Error(w, refusal.text, refusal.status)
+}
+
+// httpRefusal is an HTTP error answer: its status and body.
+type httpRefusal struct {
+	status int
+	text   string
+}
+
+// readHashKVRequest checks the method, path and cluster ID of a hash
+// request and decodes its JSON body.
+func (s *Server) readHashKVRequest(r *http.Request, cid string) (*pb.HashKVRequest, *httpRefusal) {
+	switch {
+	case r.Method != http.MethodGet:
+		return nil, &httpRefusal{http.StatusMethodNotAllowed, "Method Not Allowed"}
+	case r.URL.Path != peerHashKVPath:
+		return nil, &httpRefusal{http.StatusBadRequest, "bad path"}
+	}
+	if sender := r.Header.Get("X-Etcd-Cluster-ID"); sender != "" && sender != cid {
+		return nil, &httpRefusal{http.StatusPreconditionFailed, peer.ErrClusterIDMismatch.Error()}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		http.Error(w, "error reading body", http.StatusBadRequest)
-		return
+		return nil, &httpRefusal{http.StatusBadRequest, "error reading body"}
 	}
 	req := &pb.HashKVRequest{}
 	if err := json.Unmarshal(body, req); err != nil {
 		s.lg.Warn("failed to unmarshal request", zap.Error(err))
-		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
-		return
+		return nil, &httpRefusal{http.StatusBadRequest, "error unmarshalling request"}
 	}
+	return req, nil
+}
+
+// answerHashKV hashes the key space at the asked revision and encodes the
+// answer; the header carries only the member's current revision.
+func (s *Server) answerHashKV(req *pb.HashKVRequest) ([]byte, *httpRefusal) {
 	h, rev, err := s.hashByRev(req.Revision)
 	if err != nil {
 		s.lg.Warn("failed to get hashKV", zap.Int64("requested-revision", req.Revision), zap.Error(err))
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return nil, &httpRefusal{http.StatusBadRequest, err.Error()}
 	}
 	out, err := json.Marshal(&pb.HashKVResponse{
 		Header: &pb.ResponseHeader{Revision: rev}, Hash: h.Hash,
@@ -71,12 +96,9 @@ func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.lg.Warn("failed to marshal hashKV response", zap.Error(err))
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return nil, &httpRefusal{http.StatusInternalServerError, err.Error()}
 	}
-	w.Header().Set("X-Etcd-Cluster-ID", cid)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	return out, nil
 }
 
 // fetchPeerHashKV asks the member at peerURL for HashKV at rev. The errors
