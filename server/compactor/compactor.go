@@ -147,21 +147,38 @@ func ParseRetention(mode, retention string) (time.Duration, error) {
 	if retention == "" {
 		retention = "0"
 	}
-	var d time.Duration
-	if n, err := strconv.Atoi(retention); err == nil && n >= 0 {
-		switch mode {
-		case ModeRevision:
-			d = time.Duration(int64(n))
-		case ModePeriodic:
-			d = time.Duration(int64(n)) * time.Hour
-		case "":
-			return 0, errors.New("--auto-compaction-mode is undefined")
-		}
-	} else if d, err = time.ParseDuration(retention); err != nil {
-		return 0, fmt.Errorf("error parsing CompactionRetention: %w", err)
+	d, err := retentionValue(mode, retention)
+	if err != nil {
+		return 0, err
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("--auto-compaction-retention %q must not be negative", retention)
 	}
 	return d, nil
+}
+
+// unitOfCount is what a bare count in --auto-compaction-retention means in
+// each mode: hours in periodic mode, revisions (counted as nanoseconds of a
+// Duration) in revision mode.
+var unitOfCount = map[string]time.Duration{
+	ModePeriodic: time.Hour,
+	ModeRevision: 1,
+}
+
+// retentionValue reads retention as a count in mode's unit, or else as a Go
+// duration. An unknown non-empty mode gives 0 for a count, as in etcd; the
+// mode itself is checked elsewhere.
+func retentionValue(mode, retention string) (time.Duration, error) {
+	n, countErr := strconv.Atoi(retention)
+	if countErr != nil || n < 0 {
+		d, err := time.ParseDuration(retention)
+		if err != nil {
+			return 0, fmt.Errorf("error parsing CompactionRetention: %w", err)
+		}
+		return d, nil
+	}
+	if mode == "" {
+		return 0, errors.New("--auto-compaction-mode is undefined")
+	}
+	return time.Duration(n) * unitOfCount[mode], nil
 }

@@ -150,19 +150,20 @@ func (s *Server) AdminPermitted(ctx context.Context) error {
 	return s.authStore.IsAdminPermitted(ai)
 }
 
-// RequireAuthInfo fails when auth is on and ctx names no user.
+// RequireAuthInfo fails when auth is on and ctx names no user (or a token
+// that does not check out).
 func (s *Server) RequireAuthInfo(ctx context.Context) error {
 	if !s.authStore.IsAuthEnabled() {
 		return nil
 	}
-	ai, err := s.authInfo(ctx)
-	if err != nil {
+	switch ai, err := s.authInfo(ctx); {
+	case err != nil:
 		return err
-	}
-	if ai == nil {
+	case ai == nil:
 		return auth.ErrUserEmpty
+	default:
+		return nil
 	}
-	return nil
 }
 
 // IsWatchPermitted checks that ctx's sender may read the watched range.
