@@ -59,32 +59,85 @@ func newAllowList(values []string) allowList {
 
 func (l allowList) allows(v string) bool { return len(l) == 0 || l["*"] || l[v] }
 
+// ServeHTTP passes the request through the controller's checks in order;
+// the first that answers it ends the request, and a request none answers
+// goes on to the wrapped handler.
 func (ac *accessController) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, PathGatewayBeta) {
-		r.URL.Path = PathGateway + strings.TrimPrefix(r.URL.Path, PathGatewayBeta)
-	}
-	// The sniffing listener reports a zero TLS state for plaintext
-	// connections, so only a completed handshake counts as TLS.
-	if r.TLS == nil || !r.TLS.HandshakeComplete {
-		if host := hostname(r); !ac.hosts.allows(host) {
-			ac.lg.Warn("rejecting HTTP request to prevent DNS rebinding attacks", zap.String("host", host))
-			http.Error(w, hostNotWhitelisted(host), http.StatusMisdirectedRequest)
+	for _, answered := range []func(http.ResponseWriter, *http.Request) bool{
+		ac.servesBetaAsV3, ac.refusesHost, ac.refusesGatewayCertCN, ac.addsCORS, ac.answersPreflight,
+	} {
+		if answered(w, r) {
 			return
 		}
-	} else if ac.rejectCN != nil && strings.HasPrefix(r.URL.Path, PathGateway) && ac.rejectCN() && hasCertCN(r) {
-		http.Error(w, "CommonName of client sending a request against gateway will be ignored and not used as expected", http.StatusBadRequest)
-		return
-	}
-	if ac.cors.allows("*") {
-		addCORSHeaders(w, "*")
-	} else if origin := r.Header.Get("Origin"); ac.cors.allows(origin) {
-		addCORSHeaders(w, origin)
-	}
-	if r.Method == http.MethodOptions {
-		w.WriteHeader(http.StatusOK)
-		return
 	}
 	ac.h.ServeHTTP(w, r)
+}
+
+// servesBetaAsV3 rewrites etcd's old /v3beta/ gateway paths to /v3/.
+func (ac *accessController) servesBetaAsV3(_ http.ResponseWriter, r *http.Request) bool {
+	if rest, ok := strings.CutPrefix(r.URL.Path, PathGatewayBeta); ok {
+		r.URL.Path = PathGateway + rest
+	}
+	return false
+}
+
+// overTLS reports a completed TLS handshake. The sniffing listener gives
+// plaintext connections a zero TLS state, so r.TLS alone does not tell.
+func overTLS(r *http.Request) bool { return r.TLS != nil && r.TLS.HandshakeComplete }
+
+// refusesHost answers 421 to a plaintext request whose Host header is not
+// whitelisted (etcd's guard against DNS rebinding).
+func (ac *accessController) refusesHost(w http.ResponseWriter, r *http.Request) bool {
+	host := hostname(r)
+	if overTLS(r) || ac.hosts.allows(host) {
+		return false
+	}
+	ac.lg.Warn("rejecting HTTP request to prevent DNS rebinding attacks", zap.String("host", host))
+	http.Error(w, hostNotWhitelisted(host), http.StatusMisdirectedRequest)
+	return true
+}
+
+// refusesGatewayCertCN answers 400 to a gateway request over TLS whose
+// client certificate names a user, when the configuration says so.
+func (ac *accessController) refusesGatewayCertCN(w http.ResponseWriter, r *http.Request) bool {
+	if !overTLS(r) || ac.rejectCN == nil || !strings.HasPrefix(r.URL.Path, PathGateway) || !ac.rejectCN() || !hasCertCN(r) {
+		return false
+	}
+	http.Error(w, "CommonName of client sending a request against gateway will be ignored and not used as expected", http.StatusBadRequest)
+	return true
+}
+
+// addsCORS sets the CORS headers: for every origin when all are allowed,
+// else for an allowed Origin header.
+func (ac *accessController) addsCORS(w http.ResponseWriter, r *http.Request) bool {
+	origin := "*"
+	if !ac.cors.allows(origin) {
+		origin = r.Header.Get("Origin")
+		if !ac.cors.allows(origin) {
+			return false
+		}
+	}
+	for _, h := range corsHeaders {
+		w.Header().Add(h.name, h.value)
+	}
+	w.Header().Add("Access-Control-Allow-Origin", origin)
+	return false
+}
+
+// corsHeaders are the fixed CORS headers etcd sends with an allowed origin.
+var corsHeaders = []struct{ name, value string }{
+	{"Access-Control-Allow-Methods", "POST, GET, OPTIONS, PUT, DELETE"},
+	{"Access-Control-Allow-Headers", "accept, content-type, authorization"},
+}
+
+// answersPreflight answers OPTIONS requests with 200 and the headers set so
+// far.
+func (ac *accessController) answersPreflight(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	w.WriteHeader(http.StatusOK)
+	return true
 }
 
 func hasCertCN(r *http.Request) bool {
@@ -102,12 +155,6 @@ func hostname(r *http.Request) string {
 		return host
 	}
 	return r.Host
-}
-
-func addCORSHeaders(w http.ResponseWriter, origin string) {
-	w.Header().Add("Access-Control-Allow-Methods", "POST, GET, OPTIONS, PUT, DELETE")
-	w.Header().Add("Access-Control-Allow-Origin", origin)
-	w.Header().Add("Access-Control-Allow-Headers", "accept, content-type, authorization")
 }
 
 // hostNotWhitelisted is the body etcd answers a refused Host header with.
