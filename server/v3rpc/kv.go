@@ -19,7 +19,7 @@ func newKVServer(s Server, maxTxnOps int) *kvServer {
 }
 
 func (ks *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
-	if err := checkRangeRequest(r); err != nil {
+	if err := rangeFlaws(r); err != nil {
 		return nil, err
 	}
 	resp, err := ks.s.Range(ctx, r)
@@ -31,7 +31,7 @@ func (ks *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRes
 }
 
 func (ks *kvServer) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
-	if err := checkPutRequest(r); err != nil {
+	if err := putFlaws(r); err != nil {
 		return nil, err
 	}
 	resp, err := ks.s.Put(ctx, r)
@@ -43,7 +43,7 @@ func (ks *kvServer) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse,
 }
 
 func (ks *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	if err := checkDeleteRequest(r); err != nil {
+	if err := deleteFlaws(r); err != nil {
 		return nil, err
 	}
 	resp, err := ks.s.DeleteRange(ctx, r)
@@ -55,7 +55,7 @@ func (ks *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (
 }
 
 func (ks *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if err := checkTxnRequest(r, ks.maxTxnOps); err != nil {
+	if err := txnFlaws(r, ks.maxTxnOps); err != nil {
 		return nil, err
 	}
 	if err := checkTxnDuplicates(r); err != nil {

@@ -191,7 +191,7 @@ func (fx *kvFixture) checkTxn(t *testing.T, r *pb.TxnRequest) {
 	resp, err := call(t, func(ctx context.Context) (*pb.TxnResponse, error) { return fx.ks.Txn(ctx, r) })
 	// The op budget and duplicate rules are the validator's own; they are
 	// trusted here, but must refuse with their errors before anything runs.
-	want := checkTxnRequest(r, fuzzMaxTxnOps)
+	want := txnFlaws(r, fuzzMaxTxnOps)
 	if want == nil {
 		want = checkTxnDuplicates(r)
 	}

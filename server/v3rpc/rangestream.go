@@ -30,7 +30,7 @@ var (
 // page, after the checks Range makes. Sort order NONE streams in key order
 // whatever the target; ASCEND by KEY is the same order and allowed.
 func checkRangeStreamRequest(r *pb.RangeRequest) error {
-	if err := checkRangeRequest(r); err != nil {
+	if err := rangeFlaws(r); err != nil {
 		return err
 	}
 	keyOrder := r.SortOrder == pb.RangeRequest_NONE ||

@@ -2,64 +2,69 @@ package v3rpc
 
 import (
 	"bytes"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
-// The checks below reject malformed requests before they cost a raft round,
-// with the same errors and in the same order as etcd, so a client sees the
-// same first error for a request that is wrong in several ways.
+// The checks below reject malformed requests before they cost a raft round.
+// Each request kind has a list of flaws, each with etcd's error, in the
+// order etcd tests them, so a client sees the same first error for a
+// request that is wrong in several ways.
 
-func checkRangeRequest(r *pb.RangeRequest) error {
-	if len(r.Key) == 0 {
-		return rpctypes.ErrGRPCEmptyKey
-	}
-	if _, known := pb.RangeRequest_SortOrder_name[int32(r.SortOrder)]; !known {
-		return rpctypes.ErrGRPCInvalidSortOption
-	}
-	if _, known := pb.RangeRequest_SortTarget_name[int32(r.SortTarget)]; !known {
-		return rpctypes.ErrGRPCInvalidSortOption
-	}
-	return nil
+// flaw is one way a request can be malformed, and the error etcd gives it.
+type flaw struct {
+	present bool
+	err     error
 }
 
-func checkPutRequest(r *pb.PutRequest) error {
-	if len(r.Key) == 0 {
-		return rpctypes.ErrGRPCEmptyKey
-	}
-	if r.IgnoreValue && len(r.Value) != 0 {
-		return rpctypes.ErrGRPCValueProvided
-	}
-	if r.IgnoreLease && r.Lease != 0 {
-		return rpctypes.ErrGRPCLeaseProvided
-	}
-	return nil
-}
-
-func checkDeleteRequest(r *pb.DeleteRangeRequest) error {
-	if len(r.Key) == 0 {
-		return rpctypes.ErrGRPCEmptyKey
-	}
-	return nil
-}
-
-// checkTxnRequest checks the op budget and every op, recursively. The budget
-// of one level is the longest of its three lists (compares count too); a
-// nested txn may use only what its enclosing level leaves over.
-func checkTxnRequest(r *pb.TxnRequest, maxTxnOps int) error {
-	used := max(len(r.Compare), len(r.Success), len(r.Failure))
-	if used > maxTxnOps {
-		return rpctypes.ErrGRPCTooManyOps
-	}
-	for _, c := range r.Compare {
-		if len(c.Key) == 0 {
-			return rpctypes.ErrGRPCEmptyKey
+// firstFlaw returns the error of the first flaw present, or nil.
+func firstFlaw(flaws ...flaw) error {
+	for _, f := range flaws {
+		if f.present {
+			return f.err
 		}
 	}
-	for _, branch := range [][]*pb.RequestOp{r.Success, r.Failure} {
+	return nil
+}
+
+func rangeFlaws(r *pb.RangeRequest) error {
+	_, orderKnown := pb.RangeRequest_SortOrder_name[int32(r.SortOrder)]
+	_, targetKnown := pb.RangeRequest_SortTarget_name[int32(r.SortTarget)]
+	return firstFlaw(
+		flaw{len(r.Key) == 0, rpctypes.ErrGRPCEmptyKey},
+		flaw{!orderKnown || !targetKnown, rpctypes.ErrGRPCInvalidSortOption},
+	)
+}
+
+func putFlaws(r *pb.PutRequest) error {
+	return firstFlaw(
+		flaw{len(r.Key) == 0, rpctypes.ErrGRPCEmptyKey},
+		flaw{r.IgnoreValue && len(r.Value) != 0, rpctypes.ErrGRPCValueProvided},
+		flaw{r.IgnoreLease && r.Lease != 0, rpctypes.ErrGRPCLeaseProvided},
+	)
+}
+
+func deleteFlaws(r *pb.DeleteRangeRequest) error {
+	return firstFlaw(flaw{len(r.Key) == 0, rpctypes.ErrGRPCEmptyKey})
+}
+
+// txnFlaws checks the op budget, the compares' keys, then every op of both
+// branches, recursively. One level spends as much of the budget as its
+// longest list (compares count too); a nested txn may use only what its
+// enclosing level leaves over.
+func txnFlaws(r *pb.TxnRequest, budget int) error {
+	spent := max(len(r.Compare), len(r.Success), len(r.Failure))
+	if spent > budget {
+		return rpctypes.ErrGRPCTooManyOps
+	}
+	if slices.ContainsFunc(r.Compare, func(c *pb.Compare) bool { return len(c.Key) == 0 }) {
+		return rpctypes.ErrGRPCEmptyKey
+	}
+	for _, branch := range [2][]*pb.RequestOp{r.Success, r.Failure} {
 		for _, op := range branch {
-			if err := checkRequestOp(op, maxTxnOps-used); err != nil {
+			if err := opFlaws(op, budget-spent); err != nil {
 				return err
 			}
 		}
@@ -67,25 +72,26 @@ func checkTxnRequest(r *pb.TxnRequest, maxTxnOps int) error {
 	return nil
 }
 
-func checkRequestOp(op *pb.RequestOp, maxTxnOps int) error {
+// opFlaws checks the request inside one txn op. An op without a request is
+// refused as etcd does, with its "key not found" error.
+func opFlaws(op *pb.RequestOp, budget int) error {
 	switch req := op.GetRequest().(type) {
 	case *pb.RequestOp_RequestRange:
-		return checkRangeRequest(req.RequestRange)
+		return rangeFlaws(req.RequestRange)
 	case *pb.RequestOp_RequestPut:
-		return checkPutRequest(req.RequestPut)
+		return putFlaws(req.RequestPut)
 	case *pb.RequestOp_RequestDeleteRange:
-		return checkDeleteRequest(req.RequestDeleteRange)
+		return deleteFlaws(req.RequestDeleteRange)
 	case *pb.RequestOp_RequestTxn:
-		return checkTxnRequest(req.RequestTxn, maxTxnOps)
+		return txnFlaws(req.RequestTxn, budget)
 	default:
-		// An op with no request set: etcd calls this a missing key.
 		return rpctypes.ErrGRPCKeyNotFound
 	}
 }
 
 // checkTxnDuplicates rejects a txn in which one branch writes a key twice:
 // two puts of one key, or a put of a key a delete of the same branch
-// (at this level or in a nested txn) removes. It runs after checkTxnRequest,
+// (at this level or in a nested txn) removes. It runs after txnFlaws,
 // which bounds the number of ops, so the simple scans stay cheap.
 func checkTxnDuplicates(r *pb.TxnRequest) error {
 	for _, branch := range [][]*pb.RequestOp{r.Success, r.Failure} {
