@@ -88,9 +88,9 @@ func TestSegmentCutOver(t *testing.T) {
 		}
 		prevLast = recs[len(recs)-1]
 	}
-	for _, tmp := range []string{"0.tmp", "1.tmp"} {
+	for _, tmp := range []string{"spare-0.tmp", "spare-1.tmp", "spare-2.tmp"} {
 		if _, err := os.Stat(filepath.Join(dir, tmp)); err == nil {
-			t.Fatalf("pipeline file %s left after Close", tmp)
+			t.Fatalf("spare segment file %s left after Close", tmp)
 		}
 	}
 	w, _, st, got := readAllAt(t, dir, walpb.Snapshot{})

@@ -104,7 +104,7 @@ type WAL struct {
 	dirFile  *os.File   // the WAL directory, fsynced after renames
 	segments []*segment // locked segments, oldest first; the last is the tail
 	encoder  *encoder
-	fp       *filePipeline
+	spares   *spareSegments // the next segment files, made ahead
 
 	unsafeNoSync bool // --unsafe-no-fsync: write but never fdatasync
 }
@@ -200,7 +200,7 @@ func (w *WAL) moveInto(tmpdir, dir string) error {
 		return err
 	}
 	w.dirFile = df
-	w.fp = newFilePipeline(w.lg, dir, SegmentSizeBytes)
+	w.spares = newSpareSegments(w.lg, dir, SegmentSizeBytes)
 	return fileutil.FsyncDir(filepath.Dir(dir))
 }
 
@@ -264,7 +264,7 @@ func (w *WAL) openForAppend(names []string) error {
 	}
 	w.dirFile = df
 	w.decoder = newDecoder(readers...)
-	w.fp = newFilePipeline(w.lg, w.dir, SegmentSizeBytes)
+	w.spares = newSpareSegments(w.lg, w.dir, SegmentSizeBytes)
 	return nil
 }
 
@@ -412,7 +412,7 @@ func (w *WAL) cut() error {
 	if err := w.sync(); err != nil {
 		return err
 	}
-	f, err := w.fp.Open()
+	f, err := w.spares.take()
 	if err != nil {
 		return err
 	}
@@ -494,7 +494,7 @@ func (w *WAL) ReleaseLockTo(index uint64) error {
 	return firstErr
 }
 
-// Close syncs the tail (when appending), stops the file pipeline and
+// Close syncs the tail (when appending), removes the spare segment file and
 // releases every lock.
 func (w *WAL) Close() error {
 	w.mu.Lock()
@@ -505,9 +505,9 @@ func (w *WAL) Close() error {
 			firstErr = err
 		}
 	}
-	if w.fp != nil {
-		keep(w.fp.Close())
-		w.fp = nil
+	if w.spares != nil {
+		keep(w.spares.close())
+		w.spares = nil
 	}
 	if w.encoder != nil && w.tail() != nil {
 		keep(w.sync())
