@@ -14,77 +14,65 @@ import (
 // authResult prints a response that the simple format reports with the
 // line simple and the fields format with the header only.
 func (p *printer) authResult(m proto.Message, h *pb.ResponseHeader, simple string) error {
-	switch p.format {
-	case "simple":
-		p.println(simple)
-	case "fields":
-		p.fieldHdr(h)
-	default:
-		return p.authRPC(m)
-	}
-	return nil
-}
-
-// authRPC prints m as json or protobuf; other formats are unsupported.
-func (p *printer) authRPC(m proto.Message) error {
-	switch p.format {
-	case "json":
-		return p.json(m)
-	case "protobuf":
-		return p.pb(m)
-	}
-	return p.unsupported()
+	return p.show(shown{
+		simple: func() { p.println(simple) },
+		fields: func() { p.fieldHdr(h) },
+		json:   m, pb: m,
+	})
 }
 
 func (p *printer) authStatus(r *pb.AuthStatusResponse) error {
-	if p.format != "simple" {
-		return p.authRPC(r)
-	}
-	p.println("Authentication Status:", r.GetEnabled())
-	p.println("AuthRevision:", r.GetAuthRevision())
-	return nil
+	return p.show(shown{
+		simple: func() {
+			p.println("Authentication Status:", r.GetEnabled())
+			p.println("AuthRevision:", r.GetAuthRevision())
+		},
+		json: r, pb: r,
+	})
 }
 
 func (p *printer) userGet(name string, r *pb.AuthUserGetResponse) error {
-	if p.format != "simple" {
-		return p.authRPC(r)
-	}
-	p.printf("User: %s\n", name)
-	p.printf("Roles:")
-	for _, role := range r.GetRoles() {
-		p.printf(" %s", role)
-	}
-	p.println()
-	return nil
+	return p.show(shown{
+		simple: func() {
+			p.printf("User: %s\n", name)
+			p.printf("Roles:")
+			for _, role := range r.GetRoles() {
+				p.printf(" %s", role)
+			}
+			p.println()
+		},
+		json: r, pb: r,
+	})
 }
 
 func (p *printer) userList(r *pb.AuthUserListResponse) error {
-	if p.format != "simple" {
-		return p.authRPC(r)
-	}
-	for _, u := range r.GetUsers() {
-		p.println(u)
-	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			for _, u := range r.GetUsers() {
+				p.println(u)
+			}
+		},
+		json: r, pb: r,
+	})
 }
 
 func (p *printer) roleList(r *pb.AuthRoleListResponse) error {
-	switch p.format {
-	case "simple":
-		for _, role := range r.GetRoles() {
-			p.println(role)
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		p.printf(`"Roles" :`)
-		for _, role := range r.GetRoles() {
-			p.printf(" %q", role)
-		}
-		p.println()
-	default:
-		return p.authRPC(r)
-	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			for _, role := range r.GetRoles() {
+				p.println(role)
+			}
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			p.printf(`"Roles" :`)
+			for _, role := range r.GetRoles() {
+				p.printf(" %q", role)
+			}
+			p.println()
+		},
+		json: r, pb: r,
+	})
 }
 
 // rootRole is the role that may do everything; it has no permissions of
@@ -92,20 +80,18 @@ func (p *printer) roleList(r *pb.AuthRoleListResponse) error {
 const rootRole = "root"
 
 func (p *printer) roleGet(role string, r *pb.AuthRoleGetResponse) error {
-	switch p.format {
-	case "simple":
-		p.rolePerms(role, r.GetPerm())
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		for _, perm := range r.GetPerm() {
-			p.println(`"PermType" : `, perm.GetPermType().String())
-			p.printf("\"Key\" : %q\n", string(perm.GetKey()))
-			p.printf("\"RangeEnd\" : %q\n", string(perm.GetRangeEnd()))
-		}
-	default:
-		return p.authRPC(r)
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.rolePerms(role, r.GetPerm()) },
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			for _, perm := range r.GetPerm() {
+				p.println(`"PermType" : `, perm.GetPermType().String())
+				p.printf("\"Key\" : %q\n", string(perm.GetKey()))
+				p.printf("\"RangeEnd\" : %q\n", string(perm.GetRangeEnd()))
+			}
+		},
+		json: r, pb: r,
+	})
 }
 
 // rolePerms lists the keys a role may read, then those it may write.

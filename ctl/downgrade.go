@@ -68,15 +68,8 @@ func rpcErr(ctx context.Context, err error) error {
 }
 
 func (p *printer) downgrade(word string, r *pb.DowngradeResponse) error {
-	switch p.format {
-	case "simple":
-		p.printf("Downgrade %s success, cluster version %s\n", word, r.GetVersion())
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.printf("Downgrade %s success, cluster version %s\n", word, r.GetVersion()) },
+		json:   r, pb: r,
+	})
 }

@@ -37,22 +37,42 @@ func (p *printer) unsupported() error {
 	return fail(exitBadFeature, "%s not supported as output format", p.format)
 }
 
+// shown is one answer as each output format shows it. The printer runs
+// the part for its format; a format whose part is nil is refused with
+// etcdctl's "not supported as output format" error.
+type shown struct {
+	simple func()
+	fields func()
+	table  func() (hdr []string, rows [][]string)
+	json   any           // marshalled as it is
+	pb     proto.Message // marshalled as it is
+}
+
+func (p *printer) show(s shown) error {
+	switch {
+	case p.format == "simple" && s.simple != nil:
+		s.simple()
+	case p.format == "fields" && s.fields != nil:
+		s.fields()
+	case p.format == "table" && s.table != nil:
+		hdr, rows := s.table()
+		renderTable(p.w, hdr, rows)
+	case p.format == "json" && s.json != nil:
+		return p.json(s.json)
+	case p.format == "protobuf" && s.pb != nil:
+		return p.pb(s.pb)
+	default:
+		return p.unsupported()
+	}
+	return nil
+}
+
 func (p *printer) println(a ...any)                        { fmt.Fprintln(p.w, a...) }
 func (p *printer) printf(f string, a ...any)               { fmt.Fprintf(p.w, f, a...) }
 func (p *printer) json(v any) error                        { return writeJSON(p.w, v) }
 func (p *printer) pb(m proto.Message) error                { return writePB(p.w, m) }
 func (p *printer) fieldHdr(h *pb.ResponseHeader)           { fieldsHeader(p.w, p.hex, h) }
 func (p *printer) fieldKV(pfx string, kv *mvccpb.KeyValue) { fieldsKV(p.w, p.hex, pfx, kv) }
-
-// pbHeader is etcdctl's protobuf output of its client-side lease
-// responses: they embed the response header, so only the header is
-// marshalled.
-func (p *printer) pbHeader(h *pb.ResponseHeader) error {
-	if h == nil {
-		h = &pb.ResponseHeader{}
-	}
-	return p.pb(h)
-}
 
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -124,71 +144,59 @@ func fieldsHeader(w io.Writer, isHex bool, h *pb.ResponseHeader) {
 // --- KV ---
 
 func (p *printer) get(r *pb.RangeResponse) error {
-	switch p.format {
-	case "simple":
-		for _, kv := range r.GetKvs() {
-			p.kv(kv)
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		for _, kv := range r.GetKvs() {
-			p.fieldKV("", kv)
-		}
-		p.printf("\"More\" : %v\n", r.GetMore())
-		p.printf("\"Count\" : %d\n", r.GetCount())
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			for _, kv := range r.GetKvs() {
+				p.kv(kv)
+			}
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			for _, kv := range r.GetKvs() {
+				p.fieldKV("", kv)
+			}
+			p.printf("\"More\" : %v\n", r.GetMore())
+			p.printf("\"Count\" : %d\n", r.GetCount())
+		},
+		json: r, pb: r,
+	})
 }
 
 func (p *printer) put(r *pb.PutResponse) error {
-	switch p.format {
-	case "simple":
-		p.println("OK")
-		if r.GetPrevKv() != nil {
-			p.kv(r.GetPrevKv())
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		if r.GetPrevKv() != nil {
-			p.fieldKV("Prev", r.GetPrevKv())
-		}
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			p.println("OK")
+			if r.GetPrevKv() != nil {
+				p.kv(r.GetPrevKv())
+			}
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			if r.GetPrevKv() != nil {
+				p.fieldKV("Prev", r.GetPrevKv())
+			}
+		},
+		json: r, pb: r,
+	})
 }
 
 func (p *printer) del(r *pb.DeleteRangeResponse) error {
-	switch p.format {
-	case "simple":
-		p.println(r.GetDeleted())
-		for _, kv := range r.GetPrevKvs() {
-			p.kv(kv)
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		p.printf("\"Deleted\" : %d\n", r.GetDeleted())
-		for _, kv := range r.GetPrevKvs() {
-			p.fieldKV("Prev", kv)
-		}
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			p.println(r.GetDeleted())
+			for _, kv := range r.GetPrevKvs() {
+				p.kv(kv)
+			}
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			p.printf("\"Deleted\" : %d\n", r.GetDeleted())
+			for _, kv := range r.GetPrevKvs() {
+				p.fieldKV("Prev", kv)
+			}
+		},
+		json: r, pb: r,
+	})
 }
 
 // txnJSON mirrors etcdctl's JSON shape of a transaction response.
@@ -229,49 +237,47 @@ func toTxnJSON(r *pb.TxnResponse) *txnJSON {
 }
 
 func (p *printer) txn(r *pb.TxnResponse) error {
-	switch p.format {
-	case "simple":
-		if r.GetSucceeded() {
-			p.println("SUCCESS")
-		} else {
-			p.println("FAILURE")
-		}
-		for _, op := range r.GetResponses() {
-			p.println("")
-			switch v := op.GetResponse().(type) {
-			case *pb.ResponseOp_ResponseDeleteRange:
-				_ = p.del(v.ResponseDeleteRange)
-			case *pb.ResponseOp_ResponsePut:
-				_ = p.put(v.ResponsePut)
-			case *pb.ResponseOp_ResponseRange:
-				_ = p.get(v.ResponseRange)
-			default:
-				p.printf("unexpected response %+v\n", op)
+	return p.show(shown{
+		simple: func() {
+			if r.GetSucceeded() {
+				p.println("SUCCESS")
+			} else {
+				p.println("FAILURE")
 			}
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		p.printf("\"Succeeded\" : %v\n", r.GetSucceeded())
-		for _, op := range r.GetResponses() {
-			switch v := op.GetResponse().(type) {
-			case *pb.ResponseOp_ResponseDeleteRange:
-				_ = p.del(v.ResponseDeleteRange)
-			case *pb.ResponseOp_ResponsePut:
-				_ = p.put(v.ResponsePut)
-			case *pb.ResponseOp_ResponseRange:
-				_ = p.get(v.ResponseRange)
-			default:
-				p.printf("\"Unknown\" : %q\n", fmt.Sprintf("%+v", v))
+			for _, op := range r.GetResponses() {
+				p.println("")
+				if !p.txnOp(op) {
+					p.printf("unexpected response %+v\n", op)
+				}
 			}
-		}
-	case "json":
-		return p.json(toTxnJSON(r))
-	case "protobuf":
-		return p.pb(r)
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			p.printf("\"Succeeded\" : %v\n", r.GetSucceeded())
+			for _, op := range r.GetResponses() {
+				if !p.txnOp(op) {
+					p.printf("\"Unknown\" : %q\n", fmt.Sprintf("%+v", op.GetResponse()))
+				}
+			}
+		},
+		json: toTxnJSON(r), pb: r,
+	})
+}
+
+// txnOp prints one answer inside a txn in the printer's format; false for an
+// answer of a kind etcdctl does not print there (a nested txn).
+func (p *printer) txnOp(op *pb.ResponseOp) bool {
+	switch v := op.GetResponse().(type) {
+	case *pb.ResponseOp_ResponseDeleteRange:
+		_ = p.del(v.ResponseDeleteRange)
+	case *pb.ResponseOp_ResponsePut:
+		_ = p.put(v.ResponsePut)
+	case *pb.ResponseOp_ResponseRange:
+		_ = p.get(v.ResponseRange)
 	default:
-		return p.unsupported()
+		return false
 	}
-	return nil
+	return true
 }
 
 // watchJSON mirrors the JSON of etcd's client WatchResponse.
@@ -289,32 +295,29 @@ func (p *printer) watch(r *client.WatchResponse) error {
 	for i, e := range r.Events {
 		evs[i] = (*mvccpb.Event)(e)
 	}
-	switch p.format {
-	case "simple":
-		for _, e := range evs {
-			p.println(e.GetType())
-			if e.GetPrevKv() != nil {
-				p.kv(e.GetPrevKv())
+	return p.show(shown{
+		simple: func() {
+			for _, e := range evs {
+				p.println(e.GetType())
+				if e.GetPrevKv() != nil {
+					p.kv(e.GetPrevKv())
+				}
+				p.kv(e.GetKv())
 			}
-			p.kv(e.GetKv())
-		}
-	case "fields":
-		p.fieldHdr(r.Header)
-		for _, e := range evs {
-			p.printf("\"Type\" : %v\n", e.GetType())
-			if e.GetPrevKv() != nil {
-				p.fieldKV("Prev", e.GetPrevKv())
+		},
+		fields: func() {
+			p.fieldHdr(r.Header)
+			for _, e := range evs {
+				p.printf("\"Type\" : %v\n", e.GetType())
+				if e.GetPrevKv() != nil {
+					p.fieldKV("Prev", e.GetPrevKv())
+				}
+				p.fieldKV("", e.GetKv())
 			}
-			p.fieldKV("", e.GetKv())
-		}
-	case "json":
-		return p.json(watchJSON{r.Header, evs, r.CompactRevision, r.Canceled, r.Created, cancelReason(r)})
-	case "protobuf":
-		return p.pb(&pb.WatchResponse{Header: r.Header, Events: evs, CompactRevision: r.CompactRevision, Canceled: r.Canceled, Created: r.Created})
-	default:
-		return p.unsupported()
-	}
-	return nil
+		},
+		json: watchJSON{r.Header, evs, r.CompactRevision, r.Canceled, r.Created, cancelReason(r)},
+		pb:   &pb.WatchResponse{Header: r.Header, Events: evs, CompactRevision: r.CompactRevision, Canceled: r.Canceled, Created: r.Created},
+	})
 }
 
 // --- leases ---
@@ -327,56 +330,44 @@ func (p *printer) leaseIDField(id client.LeaseID) {
 	}
 }
 
-func (p *printer) grant(r *client.LeaseGrantResponse) error {
-	switch p.format {
-	case "simple":
-		p.printf("lease %016x granted with TTL(%ds)\n", int64(r.ID), r.TTL)
-	case "fields":
-		p.fieldHdr(r.ResponseHeader)
-		p.leaseIDField(r.ID)
-		p.printf("\"TTL\" : %d\n", r.TTL)
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pbHeader(r.ResponseHeader)
-	default:
-		return p.unsupported()
+// leaseTTLFields prints the fields of a grant or keepalive answer.
+func (p *printer) leaseTTLFields(h *pb.ResponseHeader, id client.LeaseID, ttl int64) {
+	p.fieldHdr(h)
+	p.leaseIDField(id)
+	p.printf("\"TTL\" : %d\n", ttl)
+}
+
+// headerPB is etcdctl's protobuf output of its client-side lease answers:
+// they embed the response header, so only the header is marshalled.
+func headerPB(h *pb.ResponseHeader) proto.Message {
+	if h == nil {
+		return &pb.ResponseHeader{}
 	}
-	return nil
+	return h
+}
+
+func (p *printer) grant(r *client.LeaseGrantResponse) error {
+	return p.show(shown{
+		simple: func() { p.printf("lease %016x granted with TTL(%ds)\n", int64(r.ID), r.TTL) },
+		fields: func() { p.leaseTTLFields(r.ResponseHeader, r.ID, r.TTL) },
+		json:   r, pb: headerPB(r.ResponseHeader),
+	})
 }
 
 func (p *printer) revoke(id client.LeaseID, r *pb.LeaseRevokeResponse) error {
-	switch p.format {
-	case "simple":
-		p.printf("lease %016x revoked\n", int64(id))
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.printf("lease %016x revoked\n", int64(id)) },
+		fields: func() { p.fieldHdr(r.GetHeader()) },
+		json:   r, pb: r,
+	})
 }
 
 func (p *printer) keepAlive(r *client.LeaseKeepAliveResponse) error {
-	switch p.format {
-	case "simple":
-		p.printf("lease %016x keepalived with TTL(%d)\n", int64(r.ID), r.TTL)
-	case "fields":
-		p.fieldHdr(r.ResponseHeader)
-		p.leaseIDField(r.ID)
-		p.printf("\"TTL\" : %d\n", r.TTL)
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pbHeader(r.ResponseHeader)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.printf("lease %016x keepalived with TTL(%d)\n", int64(r.ID), r.TTL) },
+		fields: func() { p.leaseTTLFields(r.ResponseHeader, r.ID, r.TTL) },
+		json:   r, pb: headerPB(r.ResponseHeader),
+	})
 }
 
 // ttlJSON mirrors the JSON of etcd's client LeaseTimeToLiveResponse.
@@ -389,37 +380,34 @@ type ttlJSON struct {
 }
 
 func (p *printer) timeToLive(r *client.LeaseTimeToLiveResponse, keys bool) error {
-	switch p.format {
-	case "simple":
-		if r.GrantedTTL == 0 && r.TTL == -1 {
-			p.printf("lease %016x already expired\n", int64(r.ID))
-			return nil
-		}
-		txt := fmt.Sprintf("lease %016x granted with TTL(%ds), remaining(%ds)", int64(r.ID), r.GrantedTTL, r.TTL)
-		if keys {
-			ks := make([]string, len(r.Keys))
-			for i, k := range r.Keys {
-				ks[i] = string(k)
+	return p.show(shown{
+		simple: func() { p.println(ttlLine(r, keys)) },
+		fields: func() {
+			p.leaseTTLFields(r.ResponseHeader, r.ID, r.TTL)
+			p.printf("\"GrantedTTL\" : %d\n", r.GrantedTTL)
+			for _, k := range r.Keys {
+				p.printf("\"Key\" : %q\n", string(k))
 			}
-			txt += fmt.Sprintf(", attached keys(%v)", ks)
-		}
-		p.println(txt)
-	case "fields":
-		p.fieldHdr(r.ResponseHeader)
-		p.leaseIDField(r.ID)
-		p.printf("\"TTL\" : %d\n", r.TTL)
-		p.printf("\"GrantedTTL\" : %d\n", r.GrantedTTL)
-		for _, k := range r.Keys {
-			p.printf("\"Key\" : %q\n", string(k))
-		}
-	case "json":
-		return p.json(ttlJSON{r.ResponseHeader, int64(r.ID), r.TTL, r.GrantedTTL, r.Keys})
-	case "protobuf":
-		return p.pbHeader(r.ResponseHeader)
-	default:
-		return p.unsupported()
+		},
+		json: ttlJSON{r.ResponseHeader, int64(r.ID), r.TTL, r.GrantedTTL, r.Keys},
+		pb:   headerPB(r.ResponseHeader),
+	})
+}
+
+// ttlLine is etcdctl's simple line for a lease's time to live.
+func ttlLine(r *client.LeaseTimeToLiveResponse, keys bool) string {
+	if r.GrantedTTL == 0 && r.TTL == -1 {
+		return fmt.Sprintf("lease %016x already expired", int64(r.ID))
 	}
-	return nil
+	txt := fmt.Sprintf("lease %016x granted with TTL(%ds), remaining(%ds)", int64(r.ID), r.GrantedTTL, r.TTL)
+	if keys {
+		ks := make([]string, len(r.Keys))
+		for i, k := range r.Keys {
+			ks[i] = string(k)
+		}
+		txt += fmt.Sprintf(", attached keys(%v)", ks)
+	}
+	return txt
 }
 
 type leaseStatusJSON struct {
@@ -432,29 +420,25 @@ type leasesJSON struct {
 }
 
 func (p *printer) leases(r *client.LeaseLeasesResponse) error {
-	switch p.format {
-	case "simple":
-		p.printf("found %d leases\n", len(r.Leases))
-		for _, l := range r.Leases {
-			p.printf("%016x\n", int64(l.ID))
-		}
-	case "fields":
-		p.fieldHdr(r.ResponseHeader)
-		for _, l := range r.Leases {
-			p.leaseIDField(l.ID)
-		}
-	case "json":
-		out := leasesJSON{ResponseHeader: r.ResponseHeader, Leases: []leaseStatusJSON{}}
-		for _, l := range r.Leases {
-			out.Leases = append(out.Leases, leaseStatusJSON{int64(l.ID)})
-		}
-		return p.json(out)
-	case "protobuf":
-		return p.pbHeader(r.ResponseHeader)
-	default:
-		return p.unsupported()
+	asJSON := leasesJSON{ResponseHeader: r.ResponseHeader, Leases: []leaseStatusJSON{}}
+	for _, l := range r.Leases {
+		asJSON.Leases = append(asJSON.Leases, leaseStatusJSON{int64(l.ID)})
 	}
-	return nil
+	return p.show(shown{
+		simple: func() {
+			p.printf("found %d leases\n", len(r.Leases))
+			for _, l := range r.Leases {
+				p.printf("%016x\n", int64(l.ID))
+			}
+		},
+		fields: func() {
+			p.fieldHdr(r.ResponseHeader)
+			for _, l := range r.Leases {
+				p.leaseIDField(l.ID)
+			}
+		},
+		json: asJSON, pb: headerPB(r.ResponseHeader),
+	})
 }
 
 // --- cluster ---
@@ -502,19 +486,19 @@ type hexMembersJSON struct {
 	Members []*hexMember `json:"members"`
 }
 
-// memberJSON prints a member response, in hex form with --hex.
-func (p *printer) memberJSON(m proto.Message, h *pb.ResponseHeader, ms []*pb.Member) error {
+// memberJSON is the JSON of a member response, in hex form with --hex.
+func (p *printer) memberJSON(m proto.Message, h *pb.ResponseHeader, ms []*pb.Member) any {
 	if !p.hex {
-		return p.json(m)
+		return m
 	}
 	if a, ok := m.(*pb.MemberAddResponse); ok {
-		return p.json(struct {
+		return struct {
 			Header  *hexHeader   `json:"header"`
 			Member  *hexMember   `json:"member"`
 			Members []*hexMember `json:"members"`
-		}{toHexHeader(h), toHexMember(a.Member), toHexMembers(ms)})
+		}{toHexHeader(h), toHexMember(a.Member), toHexMembers(ms)}
 	}
-	return p.json(hexMembersJSON{toHexHeader(h), toHexMembers(ms)})
+	return hexMembersJSON{toHexHeader(h), toHexMembers(ms)}
 }
 
 func memberRows(r *pb.MemberListResponse) (hdr []string, rows [][]string) {
@@ -534,84 +518,75 @@ func memberRows(r *pb.MemberListResponse) (hdr []string, rows [][]string) {
 }
 
 func (p *printer) memberList(r *pb.MemberListResponse) error {
-	switch p.format {
-	case "simple":
-		_, rows := memberRows(r)
-		for _, row := range rows {
-			p.println(strings.Join(row, ", "))
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		for _, m := range r.GetMembers() {
-			if p.hex {
-				p.printf("\"ID\" : %x\n", m.GetID())
-			} else {
-				p.printf("\"ID\" : %d\n", m.GetID())
+	return p.show(shown{
+		simple: func() { p.joinedRows(memberRows(r)) },
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			for _, m := range r.GetMembers() {
+				p.idField("ID", m.GetID())
+				p.printf("\"Name\" : %q\n", m.GetName())
+				for _, u := range m.GetPeerURLs() {
+					p.printf("\"PeerURL\" : %q\n", u)
+				}
+				for _, u := range m.GetClientURLs() {
+					p.printf("\"ClientURL\" : %q\n", u)
+				}
+				p.printf("\"IsLearner\" : %v\n", m.GetIsLearner())
+				p.println()
 			}
-			p.printf("\"Name\" : %q\n", m.GetName())
-			for _, u := range m.GetPeerURLs() {
-				p.printf("\"PeerURL\" : %q\n", u)
-			}
-			for _, u := range m.GetClientURLs() {
-				p.printf("\"ClientURL\" : %q\n", u)
-			}
-			p.printf("\"IsLearner\" : %v\n", m.GetIsLearner())
-			p.println()
-		}
-	case "table":
-		hdr, rows := memberRows(r)
-		renderTable(p.w, hdr, rows)
-	case "json":
-		return p.memberJSON(r, r.GetHeader(), r.GetMembers())
-	case "protobuf":
-		return p.pb(r)
+		},
+		table: func() ([]string, [][]string) { return memberRows(r) },
+		json:  p.memberJSON(r, r.GetHeader(), r.GetMembers()),
+		pb:    r,
+	})
+}
+
+// idField prints a member ID field, in hex with --hex.
+func (p *printer) idField(name string, id uint64) {
+	if p.hex {
+		p.printf("\"%s\" : %x\n", name, id)
+	} else {
+		p.printf("\"%s\" : %d\n", name, id)
 	}
-	return nil
+}
+
+// joinedRows is the simple format of tabular answers: each row's cells
+// joined by ", ".
+func (p *printer) joinedRows(_ []string, rows [][]string) {
+	for _, row := range rows {
+		p.println(strings.Join(row, ", "))
+	}
 }
 
 // memberChange prints member add/remove/update/promote. simple is the
 // line to print in the simple format.
 func (p *printer) memberChange(m proto.Message, h *pb.ResponseHeader, ms []*pb.Member, simple string) error {
-	switch p.format {
-	case "simple":
-		p.println(simple)
-	case "json":
-		return p.memberJSON(m, h, ms)
-	case "protobuf":
-		return p.pb(m)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.println(simple) },
+		json:   p.memberJSON(m, h, ms),
+		pb:     m,
+	})
 }
 
 // --- maintenance ---
 
 func (p *printer) alarm(r *pb.AlarmResponse) error {
-	switch p.format {
-	case "simple":
-		for _, a := range r.GetAlarms() {
-			p.printf("%+v\n", a)
-		}
-	case "fields":
-		p.fieldHdr(r.GetHeader())
-		for _, a := range r.GetAlarms() {
-			if p.hex {
-				p.printf("\"MemberID\" : %x\n", a.GetMemberID())
-			} else {
-				p.printf("\"MemberID\" : %d\n", a.GetMemberID())
+	return p.show(shown{
+		simple: func() {
+			for _, a := range r.GetAlarms() {
+				p.printf("%+v\n", a)
 			}
-			p.printf("\"AlarmType\" : %v\n", a.GetAlarm())
-			p.println()
-		}
-	case "json":
-		return p.json(r)
-	case "protobuf":
-		return p.pb(r)
-	default:
-		return p.unsupported()
-	}
-	return nil
+		},
+		fields: func() {
+			p.fieldHdr(r.GetHeader())
+			for _, a := range r.GetAlarms() {
+				p.idField("MemberID", a.GetMemberID())
+				p.printf("\"AlarmType\" : %v\n", a.GetAlarm())
+				p.println()
+			}
+		},
+		json: r, pb: r,
+	})
 }
 
 type epHealth struct {
@@ -632,35 +607,34 @@ type epHashKV struct {
 }
 
 func (p *printer) epHealth(hs []epHealth, stderr io.Writer) error {
-	switch p.format {
-	case "simple":
-		for _, h := range hs {
-			if h.Error == "" {
-				p.printf("%s is healthy: successfully committed proposal: took = %v\n", h.Ep, h.Took)
-			} else {
-				fmt.Fprintf(stderr, "%s is unhealthy: failed to commit proposal: %v\n", h.Ep, h.Error)
+	return p.show(shown{
+		simple: func() {
+			for _, h := range hs {
+				if h.Error == "" {
+					p.printf("%s is healthy: successfully committed proposal: took = %v\n", h.Ep, h.Took)
+				} else {
+					fmt.Fprintf(stderr, "%s is unhealthy: failed to commit proposal: %v\n", h.Ep, h.Error)
+				}
 			}
-		}
-	case "fields":
-		for _, h := range hs {
-			p.printf("\"Endpoint\" : %q\n", h.Ep)
-			p.printf("\"Health\" : %v\n", h.Health)
-			p.printf("\"Took\" : %s\n", h.Took)
-			p.printf("\"Error\" : %s\n", h.Error)
-			p.println()
-		}
-	case "table":
-		var rows [][]string
-		for _, h := range hs {
-			rows = append(rows, []string{h.Ep, strconv.FormatBool(h.Health), h.Took, h.Error})
-		}
-		renderTable(p.w, []string{"endpoint", "health", "took", "error"}, rows)
-	case "json":
-		return p.json(hs)
-	default:
-		return p.unsupported()
-	}
-	return nil
+		},
+		fields: func() {
+			for _, h := range hs {
+				p.printf("\"Endpoint\" : %q\n", h.Ep)
+				p.printf("\"Health\" : %v\n", h.Health)
+				p.printf("\"Took\" : %s\n", h.Took)
+				p.printf("\"Error\" : %s\n", h.Error)
+				p.println()
+			}
+		},
+		table: func() ([]string, [][]string) {
+			var rows [][]string
+			for _, h := range hs {
+				rows = append(rows, []string{h.Ep, strconv.FormatBool(h.Health), h.Took, h.Error})
+			}
+			return []string{"endpoint", "health", "took", "error"}, rows
+		},
+		json: hs,
+	})
 }
 
 func statusRows(ss []epStatus) (hdr []string, rows [][]string) {
@@ -696,40 +670,35 @@ func statusRows(ss []epStatus) (hdr []string, rows [][]string) {
 }
 
 func (p *printer) epStatus(ss []epStatus) error {
-	switch p.format {
-	case "simple":
-		_, rows := statusRows(ss)
-		for _, row := range rows {
-			p.println(strings.Join(row, ", "))
-		}
-	case "fields":
-		for _, s := range ss {
-			r := s.Resp
-			p.fieldHdr(r.GetHeader())
-			p.printf("\"Version\" : %q\n", r.GetVersion())
-			p.printf("\"StorageVersion\" : %q\n", r.GetStorageVersion())
-			p.printf("\"DBSize\" : %d\n", r.GetDbSize())
-			p.printf("\"DBSizeInUse\" : %d\n", r.GetDbSizeInUse())
-			p.printf("\"DBSizeQuota\" : %d\n", r.GetDbSizeQuota())
-			p.printf("\"Leader\" : %d\n", r.GetLeader())
-			p.printf("\"IsLearner\" : %v\n", r.GetIsLearner())
-			p.printf("\"RaftIndex\" : %d\n", r.GetRaftIndex())
-			p.printf("\"RaftAppliedIndex\" : %d\n", r.GetRaftAppliedIndex())
-			p.printf("\"Errors\" : %v\n", r.GetErrors())
-			p.printf("\"Endpoint\" : %q\n", s.Ep)
-			p.printf("\"DowngradeTargetVersion\" : %q\n", r.GetDowngradeInfo().GetTargetVersion())
-			p.printf("\"DowngradeEnabled\" : %v\n", r.GetDowngradeInfo().GetEnabled())
-			p.println()
-		}
-	case "table":
-		hdr, rows := statusRows(ss)
-		renderTable(p.w, hdr, rows)
-	case "json":
-		return p.json(ss)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	return p.show(shown{
+		simple: func() { p.joinedRows(statusRows(ss)) },
+		fields: func() {
+			for _, s := range ss {
+				p.statusFields(s)
+			}
+		},
+		table: func() ([]string, [][]string) { return statusRows(ss) },
+		json:  ss,
+	})
+}
+
+func (p *printer) statusFields(s epStatus) {
+	r := s.Resp
+	p.fieldHdr(r.GetHeader())
+	p.printf("\"Version\" : %q\n", r.GetVersion())
+	p.printf("\"StorageVersion\" : %q\n", r.GetStorageVersion())
+	p.printf("\"DBSize\" : %d\n", r.GetDbSize())
+	p.printf("\"DBSizeInUse\" : %d\n", r.GetDbSizeInUse())
+	p.printf("\"DBSizeQuota\" : %d\n", r.GetDbSizeQuota())
+	p.printf("\"Leader\" : %d\n", r.GetLeader())
+	p.printf("\"IsLearner\" : %v\n", r.GetIsLearner())
+	p.printf("\"RaftIndex\" : %d\n", r.GetRaftIndex())
+	p.printf("\"RaftAppliedIndex\" : %d\n", r.GetRaftAppliedIndex())
+	p.printf("\"Errors\" : %v\n", r.GetErrors())
+	p.printf("\"Endpoint\" : %q\n", s.Ep)
+	p.printf("\"DowngradeTargetVersion\" : %q\n", r.GetDowngradeInfo().GetTargetVersion())
+	p.printf("\"DowngradeEnabled\" : %v\n", r.GetDowngradeInfo().GetEnabled())
+	p.println()
 }
 
 func (p *printer) epHashKV(hs []epHashKV) error {
@@ -737,27 +706,21 @@ func (p *printer) epHashKV(hs []epHashKV) error {
 	for _, h := range hs {
 		rows = append(rows, []string{h.Ep, fmt.Sprint(h.Resp.GetHash()), fmt.Sprint(h.Resp.GetHashRevision())})
 	}
-	switch p.format {
-	case "simple":
-		for _, row := range rows {
-			p.println(strings.Join(row, ", "))
-		}
-	case "fields":
-		for _, h := range hs {
-			p.fieldHdr(h.Resp.GetHeader())
-			p.printf("\"Endpoint\" : %q\n", h.Ep)
-			p.printf("\"Hash\" : %d\n", h.Resp.GetHash())
-			p.printf("\"HashRevision\" : %d\n", h.Resp.GetHashRevision())
-			p.println()
-		}
-	case "table":
-		renderTable(p.w, []string{"endpoint", "hash", "hash_revision"}, rows)
-	case "json":
-		return p.json(hs)
-	default:
-		return p.unsupported()
-	}
-	return nil
+	hdr := []string{"endpoint", "hash", "hash_revision"}
+	return p.show(shown{
+		simple: func() { p.joinedRows(hdr, rows) },
+		fields: func() {
+			for _, h := range hs {
+				p.fieldHdr(h.Resp.GetHeader())
+				p.printf("\"Endpoint\" : %q\n", h.Ep)
+				p.printf("\"Hash\" : %d\n", h.Resp.GetHash())
+				p.printf("\"HashRevision\" : %d\n", h.Resp.GetHashRevision())
+				p.println()
+			}
+		},
+		table: func() ([]string, [][]string) { return hdr, rows },
+		json:  hs,
+	})
 }
 
 // renderTable draws hdr and rows as etcdctl's table format does: boxed,
