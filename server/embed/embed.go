@@ -146,6 +146,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
+		Auth:                        srv.AuthAdmin(),
 	})
 	if m.self, err = startClientServices(m.grpc); err != nil {
 		m.grpc.Stop()

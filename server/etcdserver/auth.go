@@ -2,11 +2,9 @@ package etcdserver
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.uber.org/zap"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -41,6 +39,7 @@ func (s *Server) openAuth(be backend.Backend) error {
 		return err
 	}
 	s.authStore = auth.New(auth.Config{Backend: be, Tokens: tp, BcryptCost: int(s.cfg.BcryptCost), Logger: s.lg})
+	s.authAdmin = newAuthAdmin(s.authStore, s, s.lg)
 	return nil
 }
 
@@ -217,37 +216,6 @@ func (s *Server) putCheck(ai auth.AuthInfo, key []byte) error {
 	return s.authStore.IsPutPermitted(ai, key)
 }
 
-// Authenticate checks the password here, outside raft, and proposes the
-// token's issue; if the auth state changed between the check and the issue
-// the password may be stale, so it checks again.
-func (s *Server) Authenticate(ctx context.Context, r *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
-	if err := s.linearizableReadNotify(ctx); err != nil {
-		return nil, err
-	}
-	for {
-		checked, err := s.checkPassword(r.Name, r.Password)
-		if err != nil {
-			if err != auth.ErrAuthNotEnabled {
-				s.lg.Warn("invalid authentication was requested", zap.String("user", r.Name), zap.Error(err))
-			}
-			return nil, err
-		}
-		prefix, err := s.authStore.GenTokenPrefix()
-		if err != nil {
-			return nil, err
-		}
-		req := &pb.InternalAuthenticateRequest{Name: r.Name, SimpleToken: prefix}
-		resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Authenticate: req})
-		if err != nil {
-			return nil, err
-		}
-		if checked == s.authStore.Revision() {
-			return resp.(*pb.AuthenticateResponse), nil
-		}
-		s.lg.Info("auth revision changed while the password was checked; checking again")
-	}
-}
-
 // checkPassword holds the stores: a snapshot install must not close the
 // backend the check reads.
 func (s *Server) checkPassword(name, password string) (uint64, error) {
@@ -256,108 +224,4 @@ func (s *Server) checkPassword(name, password string) (uint64, error) {
 	}
 	defer s.storeMu.RUnlock()
 	return s.authStore.CheckPassword(name, password)
-}
-
-// proposeAuth proposes an auth request and returns its typed response.
-func proposeAuth[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest) (T, error) {
-	var zero T
-	resp, err := s.proposeRequest(ctx, r)
-	if err != nil {
-		return zero, err
-	}
-	out, ok := resp.(T)
-	if !ok {
-		return zero, fmt.Errorf("etcdserver: unexpected response %T to an auth request", resp)
-	}
-	return out, nil
-}
-
-// AuthEnable turns auth on (root user with the root role required).
-func (s *Server) AuthEnable(ctx context.Context, r *pb.AuthEnableRequest) (*pb.AuthEnableResponse, error) {
-	return proposeAuth[*pb.AuthEnableResponse](ctx, s, &pb.InternalRaftRequest{AuthEnable: r})
-}
-
-// AuthDisable turns auth off.
-func (s *Server) AuthDisable(ctx context.Context, r *pb.AuthDisableRequest) (*pb.AuthDisableResponse, error) {
-	return proposeAuth[*pb.AuthDisableResponse](ctx, s, &pb.InternalRaftRequest{AuthDisable: r})
-}
-
-// AuthStatus reports whether auth is on and the auth revision. It goes
-// through raft (so it is linearizable) and needs no token at all, so a
-// client whose token expired learns the revision by asking without one.
-// Like etcd v3.7.3 it refuses a request that carries an invalid or expired
-// token with ErrInvalidAuthToken (docs/auth.md).
-func (s *Server) AuthStatus(ctx context.Context, r *pb.AuthStatusRequest) (*pb.AuthStatusResponse, error) {
-	return proposeAuth[*pb.AuthStatusResponse](ctx, s, &pb.InternalRaftRequest{AuthStatus: r})
-}
-
-// UserAdd adds a user; the password is hashed before it is proposed.
-func (s *Server) UserAdd(ctx context.Context, r *pb.AuthUserAddRequest) (*pb.AuthUserAddResponse, error) {
-	if err := auth.HashUserAdd(r, s.authStore.BcryptCost()); err != nil {
-		return nil, err
-	}
-	return proposeAuth[*pb.AuthUserAddResponse](ctx, s, &pb.InternalRaftRequest{AuthUserAdd: r})
-}
-
-// UserDelete deletes a user.
-func (s *Server) UserDelete(ctx context.Context, r *pb.AuthUserDeleteRequest) (*pb.AuthUserDeleteResponse, error) {
-	return proposeAuth[*pb.AuthUserDeleteResponse](ctx, s, &pb.InternalRaftRequest{AuthUserDelete: r})
-}
-
-// UserChangePassword changes a password; it is hashed before it is proposed.
-func (s *Server) UserChangePassword(ctx context.Context, r *pb.AuthUserChangePasswordRequest) (*pb.AuthUserChangePasswordResponse, error) {
-	if err := auth.HashChangePassword(r, s.authStore.BcryptCost()); err != nil {
-		return nil, err
-	}
-	return proposeAuth[*pb.AuthUserChangePasswordResponse](ctx, s, &pb.InternalRaftRequest{AuthUserChangePassword: r})
-}
-
-// UserGrantRole grants a role to a user.
-func (s *Server) UserGrantRole(ctx context.Context, r *pb.AuthUserGrantRoleRequest) (*pb.AuthUserGrantRoleResponse, error) {
-	return proposeAuth[*pb.AuthUserGrantRoleResponse](ctx, s, &pb.InternalRaftRequest{AuthUserGrantRole: r})
-}
-
-// UserRevokeRole revokes a role from a user.
-func (s *Server) UserRevokeRole(ctx context.Context, r *pb.AuthUserRevokeRoleRequest) (*pb.AuthUserRevokeRoleResponse, error) {
-	return proposeAuth[*pb.AuthUserRevokeRoleResponse](ctx, s, &pb.InternalRaftRequest{AuthUserRevokeRole: r})
-}
-
-// UserGet returns a user's roles (admin or the user itself).
-func (s *Server) UserGet(ctx context.Context, r *pb.AuthUserGetRequest) (*pb.AuthUserGetResponse, error) {
-	return proposeAuth[*pb.AuthUserGetResponse](ctx, s, &pb.InternalRaftRequest{AuthUserGet: r})
-}
-
-// UserList lists the users.
-func (s *Server) UserList(ctx context.Context, r *pb.AuthUserListRequest) (*pb.AuthUserListResponse, error) {
-	return proposeAuth[*pb.AuthUserListResponse](ctx, s, &pb.InternalRaftRequest{AuthUserList: r})
-}
-
-// RoleAdd adds a role.
-func (s *Server) RoleAdd(ctx context.Context, r *pb.AuthRoleAddRequest) (*pb.AuthRoleAddResponse, error) {
-	return proposeAuth[*pb.AuthRoleAddResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleAdd: r})
-}
-
-// RoleDelete deletes a role.
-func (s *Server) RoleDelete(ctx context.Context, r *pb.AuthRoleDeleteRequest) (*pb.AuthRoleDeleteResponse, error) {
-	return proposeAuth[*pb.AuthRoleDeleteResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleDelete: r})
-}
-
-// RoleGrantPermission grants a key permission to a role.
-func (s *Server) RoleGrantPermission(ctx context.Context, r *pb.AuthRoleGrantPermissionRequest) (*pb.AuthRoleGrantPermissionResponse, error) {
-	return proposeAuth[*pb.AuthRoleGrantPermissionResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleGrantPermission: r})
-}
-
-// RoleRevokePermission revokes a key permission from a role.
-func (s *Server) RoleRevokePermission(ctx context.Context, r *pb.AuthRoleRevokePermissionRequest) (*pb.AuthRoleRevokePermissionResponse, error) {
-	return proposeAuth[*pb.AuthRoleRevokePermissionResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleRevokePermission: r})
-}
-
-// RoleGet returns a role's permissions (admin or a holder of the role).
-func (s *Server) RoleGet(ctx context.Context, r *pb.AuthRoleGetRequest) (*pb.AuthRoleGetResponse, error) {
-	return proposeAuth[*pb.AuthRoleGetResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleGet: r})
-}
-
-// RoleList lists the roles.
-func (s *Server) RoleList(ctx context.Context, r *pb.AuthRoleListRequest) (*pb.AuthRoleListResponse, error) {
-	return proposeAuth[*pb.AuthRoleListResponse](ctx, s, &pb.InternalRaftRequest{AuthRoleList: r})
 }

@@ -31,28 +31,28 @@ func setupAuth(t *testing.T, s *Server) (rootTok, aliceTok string) {
 	ctx := testCtx(t)
 	steps := []func() error{
 		func() error {
-			_, err := s.UserAdd(ctx, &pb.AuthUserAddRequest{Name: "root", Password: "r"})
+			_, err := s.AuthAdmin().UserAdd(ctx, &pb.AuthUserAddRequest{Name: "root", Password: "r"})
 			return err
 		},
 		func() error {
-			_, err := s.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "root", Role: "root"})
+			_, err := s.AuthAdmin().UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "root", Role: "root"})
 			return err
 		},
 		func() error {
-			_, err := s.UserAdd(ctx, &pb.AuthUserAddRequest{Name: "alice", Password: "a"})
+			_, err := s.AuthAdmin().UserAdd(ctx, &pb.AuthUserAddRequest{Name: "alice", Password: "a"})
 			return err
 		},
-		func() error { _, err := s.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: "app"}); return err },
+		func() error { _, err := s.AuthAdmin().RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: "app"}); return err },
 		func() error {
 			perm := &authpb.Permission{PermType: authpb.READWRITE, Key: []byte("a"), RangeEnd: []byte("b")}
-			_, err := s.RoleGrantPermission(ctx, &pb.AuthRoleGrantPermissionRequest{Name: "app", Perm: perm})
+			_, err := s.AuthAdmin().RoleGrantPermission(ctx, &pb.AuthRoleGrantPermissionRequest{Name: "app", Perm: perm})
 			return err
 		},
 		func() error {
-			_, err := s.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "alice", Role: "app"})
+			_, err := s.AuthAdmin().UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: "alice", Role: "app"})
 			return err
 		},
-		func() error { _, err := s.AuthEnable(ctx, &pb.AuthEnableRequest{}); return err },
+		func() error { _, err := s.AuthAdmin().AuthEnable(ctx, &pb.AuthEnableRequest{}); return err },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -64,7 +64,7 @@ func setupAuth(t *testing.T, s *Server) (rootTok, aliceTok string) {
 
 func authenticate(t *testing.T, s *Server, user, password string) string {
 	t.Helper()
-	resp, err := s.Authenticate(testCtx(t), &pb.AuthenticateRequest{Name: user, Password: password})
+	resp, err := s.AuthAdmin().Authenticate(testCtx(t), &pb.AuthenticateRequest{Name: user, Password: password})
 	if err != nil {
 		t.Fatalf("authenticate %s: %v", user, err)
 	}
@@ -102,24 +102,24 @@ func TestAuthChecksWritesAndReads(t *testing.T) {
 func TestAuthAdminRequests(t *testing.T) {
 	s := startServer(t, authConfig(t.TempDir()))
 	root, alice := setupAuth(t, s)
-	_, err := s.UserList(withToken(testCtx(t), alice), &pb.AuthUserListRequest{})
+	_, err := s.AuthAdmin().UserList(withToken(testCtx(t), alice), &pb.AuthUserListRequest{})
 	if !errors.Is(err, auth.ErrPermissionDenied) {
 		t.Fatalf("user list as alice: %v", err)
 	}
 	if err := s.AdminPermitted(withToken(testCtx(t), alice)); !errors.Is(err, auth.ErrPermissionDenied) {
 		t.Errorf("AdminPermitted(alice) = %v", err)
 	}
-	resp, err := s.UserList(withToken(testCtx(t), root), &pb.AuthUserListRequest{})
+	resp, err := s.AuthAdmin().UserList(withToken(testCtx(t), root), &pb.AuthUserListRequest{})
 	if err != nil || len(resp.Users) != 2 {
 		t.Fatalf("user list as root: %v %v", resp, err)
 	}
 	// AuthStatus answers without a token, but like etcd v3.7.3 refuses an
 	// invalid one.
-	st, err := s.AuthStatus(testCtx(t), &pb.AuthStatusRequest{})
+	st, err := s.AuthAdmin().AuthStatus(testCtx(t), &pb.AuthStatusRequest{})
 	if err != nil || !st.Enabled {
 		t.Fatalf("auth status without a token: %v %v", st, err)
 	}
-	if _, err := s.AuthStatus(withToken(testCtx(t), "bogus.1"), &pb.AuthStatusRequest{}); !errors.Is(err, auth.ErrInvalidAuthToken) {
+	if _, err := s.AuthAdmin().AuthStatus(withToken(testCtx(t), "bogus.1"), &pb.AuthStatusRequest{}); !errors.Is(err, auth.ErrInvalidAuthToken) {
 		t.Fatalf("auth status with an invalid token: %v, want %v", err, auth.ErrInvalidAuthToken)
 	}
 }
@@ -127,14 +127,14 @@ func TestAuthAdminRequests(t *testing.T) {
 func TestAuthPasswordChangeDropsTokens(t *testing.T) {
 	s := startServer(t, authConfig(t.TempDir()))
 	root, alice := setupAuth(t, s)
-	_, err := s.UserChangePassword(withToken(testCtx(t), root), &pb.AuthUserChangePasswordRequest{Name: "alice", Password: "new"})
+	_, err := s.AuthAdmin().UserChangePassword(withToken(testCtx(t), root), &pb.AuthUserChangePasswordRequest{Name: "alice", Password: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Range(withToken(testCtx(t), alice), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrInvalidAuthToken) {
 		t.Errorf("old token: %v", err)
 	}
-	if _, err := s.Authenticate(testCtx(t), &pb.AuthenticateRequest{Name: "alice", Password: "a"}); !errors.Is(err, auth.ErrAuthFailed) {
+	if _, err := s.AuthAdmin().Authenticate(testCtx(t), &pb.AuthenticateRequest{Name: "alice", Password: "a"}); !errors.Is(err, auth.ErrAuthFailed) {
 		t.Errorf("old password: %v", err)
 	}
 	authenticate(t, s, "alice", "new")

@@ -48,6 +48,7 @@ type Server struct {
 	lessor       *lease.Lessor
 	applier      *apply.Applier
 	authStore    *auth.Store  // lives across stores; Recover hands it a new backend
+	authAdmin    *AuthAdmin   // the Auth service, over authStore
 	watches      watchStreams // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node

@@ -20,8 +20,9 @@ import (
 
 func init() { maps.Copy(grpcErrorOf, auth.GRPCErrors) }
 
-// AuthServer is what the Auth service needs from a member. A member that
-// implements it (server/etcdserver does) gets the service registered.
+// AuthServer is what the Auth service needs from a member
+// (etcdserver.AuthAdmin); Config.Auth names it, and without it the service
+// is not registered.
 type AuthServer interface {
 	AuthEnable(ctx context.Context, r *pb.AuthEnableRequest) (*pb.AuthEnableResponse, error)
 	AuthDisable(ctx context.Context, r *pb.AuthDisableRequest) (*pb.AuthDisableResponse, error)

@@ -77,6 +77,9 @@ type Config struct {
 	// unary requests slower than this are logged with their stats (0 means
 	// etcd's 300ms).
 	WarningUnaryRequestDuration time.Duration
+	// Auth serves the Auth service; nil leaves it unregistered (a client
+	// then gets Unimplemented, as from a server without auth).
+	Auth AuthServer
 	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
 	// service NOT_SERVING while a defragmentation runs.
 	StopGRPCServiceOnDefrag bool
@@ -175,8 +178,8 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, lg))
 	}
 
-	if as, ok := s.(AuthServer); ok {
-		pb.RegisterAuthServer(gs, &authServer{s: s, as: as})
+	if cfg.Auth != nil {
+		pb.RegisterAuthServer(gs, &authServer{s: s, as: cfg.Auth})
 	}
 
 	healthpb.RegisterHealthServer(gs, hs)
