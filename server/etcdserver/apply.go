@@ -338,7 +338,7 @@ func (s *Server) membershipSnapshot() ([]byte, error) {
 	for _, id := range removed {
 		st.RemoveMember(id)
 	}
-	st.SetClusterVersion(s.storedClusterVersion())
+	st.SetClusterVersion(s.versions.clusterVersion())
 	return st.Save()
 }
 

@@ -37,45 +37,45 @@ type downgradeInfo struct {
 }
 
 // Downgrade serves Maintenance.Downgrade.
-func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+func (k *versionKeeper) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
 	switch r.GetAction() {
 	case pb.DowngradeRequest_VALIDATE, pb.DowngradeRequest_ENABLE:
 		target, err := downgradeTarget(r.GetVersion())
 		if err != nil {
 			return nil, err
 		}
-		if err := s.linearizableReadNotify(ctx); err != nil {
+		if err := k.member.linearizableReadNotify(ctx); err != nil {
 			return nil, err
 		}
-		cv, err := s.downgradeClusterVersion()
+		cv, err := k.downgradeClusterVersion()
 		if err != nil {
 			return nil, err
 		}
-		if err := s.validateDowngrade(cv, target); err != nil {
+		if err := k.validateDowngrade(cv, target); err != nil {
 			return nil, err
 		}
 		if r.GetAction() == pb.DowngradeRequest_ENABLE {
 			req := &membershippb.DowngradeInfoSetRequest{Enabled: true, Ver: target}
-			if _, err := s.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: req}); err != nil {
+			if _, err := k.member.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: req}); err != nil {
 				return nil, err
 			}
-			s.lg.Info("the cluster is ready to downgrade", zap.String("target-version", target))
+			k.lg.Info("the cluster is ready to downgrade", zap.String("target-version", target))
 		}
-		return &pb.DowngradeResponse{Header: s.Header(), Version: cv}, nil
+		return &pb.DowngradeResponse{Header: k.member.Header(), Version: cv}, nil
 	case pb.DowngradeRequest_CANCEL:
-		if s.storedDowngrade().Enabled {
+		if k.downgrade().Enabled {
 			req := &membershippb.DowngradeInfoSetRequest{Enabled: false}
-			if _, err := s.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: req}); err != nil {
+			if _, err := k.member.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: req}); err != nil {
 				return nil, err
 			}
 		} else {
-			s.lg.Warn("failed to cancel downgrade", zap.Error(rpctypes.ErrNoInflightDowngrade))
+			k.lg.Warn("failed to cancel downgrade", zap.Error(rpctypes.ErrNoInflightDowngrade))
 		}
-		cv, err := s.downgradeClusterVersion()
+		cv, err := k.downgradeClusterVersion()
 		if err != nil {
 			return nil, err
 		}
-		return &pb.DowngradeResponse{Header: s.Header(), Version: cv}, nil
+		return &pb.DowngradeResponse{Header: k.member.Header(), Version: cv}, nil
 	}
 	return nil, errUnknownMethod
 }
@@ -83,7 +83,7 @@ func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.Dow
 var errUnknownMethod = errors.New("etcdserver: unknown method")
 
 // validateDowngrade checks target against cluster version cv ("X.Y").
-func (s *Server) validateDowngrade(cv, target string) error {
+func (k *versionKeeper) validateDowngrade(cv, target string) error {
 	major, minor, ok := majorMinor(cv)
 	if !ok || minor == 0 {
 		return rpctypes.ErrGRPCInvalidDowngradeTargetVersion
@@ -91,15 +91,15 @@ func (s *Server) validateDowngrade(cv, target string) error {
 	if target != strconv.Itoa(major)+"."+strconv.Itoa(minor-1)+".0" {
 		return rpctypes.ErrGRPCInvalidDowngradeTargetVersion
 	}
-	if s.storedDowngrade().Enabled {
+	if k.downgrade().Enabled {
 		return rpctypes.ErrGRPCDowngradeInProcess
 	}
 	return nil
 }
 
 // downgradeClusterVersion is the cluster version as "X.Y".
-func (s *Server) downgradeClusterVersion() (string, error) {
-	v := s.storedClusterVersion()
+func (k *versionKeeper) downgradeClusterVersion() (string, error) {
+	v := k.clusterVersion()
 	major, minor, ok := majorMinor(v)
 	if !ok {
 		return "", rpctypes.ErrGRPCClusterVersionUnavailable
@@ -149,7 +149,7 @@ func majorMinor(v string) (major, minor int, ok bool) {
 }
 
 // applyDowngradeInfo applies a DowngradeInfoSetRequest (apply loop).
-func (s *Server) applyDowngradeInfo(r *membershippb.DowngradeInfoSetRequest) {
+func (k *versionKeeper) applyDowngradeInfo(be backend.Backend, r *membershippb.DowngradeInfoSetRequest) {
 	d := downgradeInfo{Enabled: r.GetEnabled()}
 	if d.Enabled {
 		d.TargetVersion = r.GetVer()
@@ -158,29 +158,29 @@ func (s *Server) applyDowngradeInfo(r *membershippb.DowngradeInfoSetRequest) {
 	if err != nil {
 		return
 	}
-	tx := s.be.BatchTx()
+	tx := be.BatchTx()
 	tx.Lock()
 	tx.UnsafePut(backend.BucketCluster, keyDowngrade, b)
 	tx.Unlock()
 	if d.Enabled {
-		s.lg.Info("enabled downgrade", zap.String("target-version", d.TargetVersion))
+		k.lg.Info("enabled downgrade", zap.String("target-version", d.TargetVersion))
 	} else {
-		s.lg.Info("cancelled downgrade")
+		k.lg.Info("cancelled downgrade")
 	}
 }
 
-// storedDowngrade is the downgrade as applied.
-func (s *Server) storedDowngrade() downgradeInfo {
+// downgrade is the downgrade as applied.
+func (k *versionKeeper) downgrade() downgradeInfo {
 	var d downgradeInfo
-	if !s.rlockStores() {
-		return d
-	}
-	defer s.storeMu.RUnlock()
-	tx := s.be.ReadTx()
-	tx.RLock()
-	defer tx.RUnlock()
-	if _, vals := tx.UnsafeRange(backend.BucketCluster, keyDowngrade, nil, 0); len(vals) > 0 {
-		_ = json.Unmarshal(vals[0], &d)
+	k.member.withStores(func(be backend.Backend) { d = downgradeOf(be) })
+	return d
+}
+
+// downgradeOf reads the downgrade stored in be.
+func downgradeOf(be backend.Backend) downgradeInfo {
+	var d downgradeInfo
+	if v := readBucketValue(be, backend.BucketCluster, keyDowngrade); v != "" {
+		_ = json.Unmarshal([]byte(v), &d)
 	}
 	return d
 }

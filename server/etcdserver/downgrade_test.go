@@ -30,7 +30,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	cfg := testConfig(dir)
 	cfg.VersionMonitorInterval = time.Hour
 	s := startServer(t, cfg)
-	waitFor(t, "cluster version", func() bool { return s.storedClusterVersion() == "3.7.0" })
+	waitFor(t, "cluster version", func() bool { return s.versions.clusterVersion() == "3.7.0" })
 	do := func(action pb.DowngradeRequest_DowngradeAction, v string) (*pb.DowngradeResponse, error) {
 		return s.Downgrade(testCtx(t), &pb.DowngradeRequest{Action: action, Version: v})
 	}
@@ -70,7 +70,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	cfg = testConfig(dir)
 	cfg.VersionMonitorInterval = 10 * time.Millisecond
 	s = startServer(t, cfg)
-	if d := s.storedDowngrade(); !d.Enabled || d.TargetVersion != "3.6.0" {
+	if d := s.versions.downgrade(); !d.Enabled || d.TargetVersion != "3.6.0" {
 		t.Fatalf("downgrade after restart: %+v", d)
 	}
 	waitFor(t, "cluster version 3.6.0", func() bool { return s.ClusterVersion() == "3.6.0" })

@@ -64,7 +64,7 @@ func startServer(t *testing.T, cfg *Config) *Server {
 	// A new member's leader proposes the cluster version right after it is
 	// ready; wait until that is applied so no proposal but the test's own is
 	// in flight (this only reads the backend).
-	waitFor(t, "cluster version applied", func() bool { return s.storedClusterVersion() != "" })
+	waitFor(t, "cluster version applied", func() bool { return s.versions.clusterVersion() != "" })
 	return s
 }
 

@@ -22,7 +22,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		return nil, errs.ErrStopped
 	}
 	hdr := s.Header()
-	downgrade := s.storedDowngrade()
+	downgrade := s.versions.downgrade()
 	if !s.rlockStores() {
 		return nil, errs.ErrStopped
 	}
@@ -38,7 +38,7 @@ func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
 		RaftAppliedIndex: s.appliedIndex.Load(),
 		IsLearner:        s.IsLearner(),
 		DbSizeQuota:      s.applier.QuotaBytes(),
-		StorageVersion:   s.storageVersionLocked(),
+		StorageVersion:   storageVersionOf(s.be),
 		// etcd always sends it, empty while no downgrade is in progress.
 		DowngradeInfo: &pb.DowngradeInfo{TargetVersion: downgrade.TargetVersion, Enabled: downgrade.Enabled},
 	}

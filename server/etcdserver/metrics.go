@@ -53,7 +53,7 @@ func (m metricsSource) WatchBacklog() (slowWatchers, pendingEvents int) {
 	return m.s.kv.WatchBacklog()
 }
 
-func (m metricsSource) ClusterVersion() string { return m.s.storedClusterVersion() }
+func (m metricsSource) ClusterVersion() string { return m.s.versions.clusterVersion() }
 
 func (m metricsSource) AuthRevision() uint64 {
 	if m.s.authStore == nil {

@@ -103,7 +103,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
 	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
 	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
-	mux.HandleFunc("/version", s.serveVersion)
+	mux.HandleFunc("/version", s.versions.serveVersion)
 	return mux
 }
 

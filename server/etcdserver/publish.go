@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/membership"
-	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
 var keyClusterVersion = []byte("clusterVersion")
@@ -95,21 +94,6 @@ func (s *Server) attributesApplied(attrs *membershippb.ClusterMemberAttrSetReque
 		slices.Equal(m.ClientURLs, attrs.GetMemberAttributes().GetClientUrls())
 }
 
-func (s *Server) storedClusterVersion() string {
-	if !s.rlockStores() {
-		return ""
-	}
-	defer s.storeMu.RUnlock()
-	tx := s.be.ReadTx()
-	tx.RLock()
-	defer tx.RUnlock()
-	_, vals := tx.UnsafeRange(backend.BucketCluster, keyClusterVersion, nil, 0)
-	if len(vals) == 0 {
-		return ""
-	}
-	return string(vals[0])
-}
-
 // applyClusterRequest applies the membership requests the member itself
 // proposes; it reports whether r was one of them.
 func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
@@ -117,9 +101,11 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 	case r.GetClusterMemberAttrSet() != nil:
 		s.applyMemberAttrs(r.GetClusterMemberAttrSet())
 	case r.GetClusterVersionSet() != nil:
-		s.applyClusterVersion(r.GetClusterVersionSet().GetVer())
+		if s.versions.applyClusterVersion(s.be, r.GetClusterVersionSet().GetVer()) {
+			s.snapshotForced = true
+		}
 	case r.GetDowngradeInfoSet() != nil:
-		s.applyDowngradeInfo(r.GetDowngradeInfoSet())
+		s.versions.applyDowngradeInfo(s.be, r.GetDowngradeInfoSet())
 	default:
 		return false
 	}

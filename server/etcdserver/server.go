@@ -47,8 +47,9 @@ type Server struct {
 	kv           *mvcc.Store
 	lessor       *lease.Lessor
 	applier      *apply.Applier
-	authStore    *auth.Store  // lives across stores; Recover hands it a new backend
-	authAdmin    *AuthAdmin   // the Auth service, over authStore
+	authStore    *auth.Store // lives across stores; Recover hands it a new backend
+	authAdmin    *AuthAdmin  // the Auth service, over authStore
+	versions     *versionKeeper
 	watches      watchStreams // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
@@ -103,6 +104,8 @@ func New(cfg *Config) (*Server, error) {
 	}
 	// openStores may finish installing a snapshot, through the storage.
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
+	s.versions = &versionKeeper{self: b.id, member: s, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
@@ -221,8 +224,8 @@ func (s *Server) Start() {
 	s.goAttach(s.purgeLoop)
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
-	s.goAttach(s.monitorVersions)
-	s.goAttach(s.monitorDowngrade)
+	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
+	s.goAttach(s.versions.monitorDowngrade)
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
 	s.goAttach(s.autoPromoteLoop)
@@ -343,6 +346,35 @@ func (s *Server) rlockStores() bool {
 		return false
 	}
 	return true
+}
+
+// withStores runs read on the backend while the stores are held against a
+// snapshot install; false when they are closed.
+func (s *Server) withStores(read func(be backend.Backend)) bool {
+	if !s.rlockStores() {
+		return false
+	}
+	defer s.storeMu.RUnlock()
+	read(s.be)
+	return true
+}
+
+// leads reports whether this member is the raft leader now.
+func (s *Server) leads() bool { return s.Leader() == s.id }
+
+// leaderChanged is closed at the next change of leader.
+func (s *Server) leaderChanged() <-chan struct{} { return s.node.LeaderChanged() }
+
+// ClusterVersion is the cluster version as "X.Y.0", or "" while undecided.
+func (s *Server) ClusterVersion() string { return s.versions.clusterVersion() }
+
+// StorageVersion is the backend's storage version as "X.Y.0", or "" while
+// it has none.
+func (s *Server) StorageVersion() string { return s.versions.storageVersion() }
+
+// Downgrade serves Maintenance.Downgrade.
+func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	return s.versions.Downgrade(ctx, r)
 }
 
 // currentRev is the store's revision.

@@ -14,6 +14,8 @@ import (
 	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/server/apply"
+	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -129,83 +131,118 @@ func downgradeFinished(st versionState) bool {
 	return true
 }
 
+// versionKeeper runs the version state of the cluster on one member: the
+// leader's monitors that set the cluster version and end a finished
+// downgrade, Maintenance.Downgrade, and the reads and apply-time writes of
+// the cluster version, storage version and downgrade flag in the backend.
+type versionKeeper struct {
+	self   uint64
+	member versionMember
+	peers  *http.Client
+	lg     *zap.Logger
+	timing versionTiming
+	stop   <-chan struct{}
+}
+
+// versionTiming is how often the monitors look, and how long a proposal of
+// theirs may take.
+type versionTiming struct {
+	monitor, downgradeCheck, request time.Duration
+}
+
+// versionMember is what versionKeeper needs of the member.
+type versionMember interface {
+	// withStores runs read on the current backend while a snapshot
+	// install cannot swap it; false when the member has stopped.
+	withStores(read func(be backend.Backend)) bool
+	// leads reports whether this member is the raft leader now.
+	leads() bool
+	// leaderChanged is closed at the next change of leader.
+	leaderChanged() <-chan struct{}
+	members() []*membership.Member
+	propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error)
+	linearizableReadNotify(ctx context.Context) error
+	Header() *pb.ResponseHeader
+}
+
 // monitorVersions runs on every member and sets the cluster version while
-// it leads: at every leader change and every monitorVersionInterval.
-func (s *Server) monitorVersions() {
+// it leads: at every leader change and every monitor interval, from ready
+// on.
+func (k *versionKeeper) monitorVersions(ready <-chan struct{}) {
 	select {
-	case <-s.readyc:
-	case <-s.stopc:
+	case <-ready:
+	case <-k.stop:
 		return
 	}
 	for {
-		changed := s.node.LeaderChanged()
-		if s.Leader() == s.id {
-			s.updateClusterVersion()
+		changed := k.member.leaderChanged()
+		if k.member.leads() {
+			k.updateClusterVersion()
 		}
 		select {
 		case <-changed:
-		case <-time.After(s.cfg.versionMonitorInterval()):
-		case <-s.stopc:
+		case <-time.After(k.timing.monitor):
+		case <-k.stop:
 			return
 		}
 	}
 }
 
 // updateClusterVersion is one round of the leader's version monitor.
-func (s *Server) updateClusterVersion() {
-	st := versionState{cluster: s.storedClusterVersion(), downgrade: s.storedDowngrade(), servers: s.memberServerVersions()}
+func (k *versionKeeper) updateClusterVersion() {
+	st := versionState{cluster: k.clusterVersion(), downgrade: k.downgrade(), servers: k.memberServerVersions()}
 	next, err := decideClusterVersion(st)
 	if err != nil {
-		s.lg.Error("cannot decide cluster version", zap.String("cluster-version", st.cluster),
+		k.lg.Error("cannot decide cluster version", zap.String("cluster-version", st.cluster),
 			zap.String("downgrade-target", st.downgrade.TargetVersion), zap.Error(err))
 		return
 	}
 	if next != "" {
-		s.proposeClusterVersion(st.cluster, next)
+		k.proposeClusterVersion(st.cluster, next)
 	}
 }
 
 // monitorDowngrade cancels an enabled downgrade once every member runs the
 // target version, checking every --downgrade-check-time while it leads.
-func (s *Server) monitorDowngrade() {
-	if s.cfg.DowngradeCheckTime <= 0 {
+func (k *versionKeeper) monitorDowngrade() {
+	if k.timing.downgradeCheck <= 0 {
 		return
 	}
 	for {
 		select {
-		case <-time.After(s.cfg.DowngradeCheckTime):
-		case <-s.stopc:
+		case <-time.After(k.timing.downgradeCheck):
+		case <-k.stop:
 			return
 		}
-		if s.Leader() != s.id {
+		if !k.member.leads() {
 			continue
 		}
-		d := s.storedDowngrade()
+		d := k.downgrade()
 		if !d.Enabled {
 			continue
 		}
-		if downgradeFinished(versionState{downgrade: d, servers: s.memberServerVersions()}) {
-			s.lg.Info("the cluster has been downgraded", zap.String("cluster-version", d.TargetVersion))
-			s.proposeInternal(&pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}})
+		if downgradeFinished(versionState{downgrade: d, servers: k.memberServerVersions()}) {
+			k.lg.Info("the cluster has been downgraded", zap.String("cluster-version", d.TargetVersion))
+			k.proposeInternal(&pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}})
 		}
 	}
 }
 
-func (s *Server) proposeClusterVersion(current, next string) {
+func (k *versionKeeper) proposeClusterVersion(current, next string) {
 	if current == "" {
-		s.lg.Info("setting up initial cluster version using v3 API", zap.String("cluster-version", shortVersion(next)))
+		k.lg.Info("setting up initial cluster version using v3 API", zap.String("cluster-version", shortVersion(next)))
 	} else {
-		s.lg.Info("updating cluster version using v3 API", zap.String("from", shortVersion(current)), zap.String("to", shortVersion(next)))
+		k.lg.Info("updating cluster version using v3 API", zap.String("from", shortVersion(current)), zap.String("to", shortVersion(next)))
 	}
-	s.proposeInternal(&pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: next}})
+	k.proposeInternal(&pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: next}})
 }
 
 // proposeInternal proposes a request of the member's own, logging failure.
-func (s *Server) proposeInternal(r *pb.InternalRaftRequest) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+func (k *versionKeeper) proposeInternal(r *pb.InternalRaftRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.timing.request)
 	defer cancel()
-	if _, err := s.propose(ctx, r); err != nil {
-		s.lg.Warn("failed to propose version change", zap.Error(err))
+	if _, err := k.member.propose(ctx, r); err != nil {
+		k.lg.Warn("failed to propose version change", zap.Error(err))
 	}
 }
 
@@ -220,13 +257,13 @@ func shortVersion(v string) string {
 // memberServerVersions asks every member for its server version: the local
 // one directly, the others over their peer URLs, in parallel. A member that
 // does not answer maps to "".
-func (s *Server) memberServerVersions() map[uint64]string {
-	members := s.members()
+func (k *versionKeeper) memberServerVersions() map[uint64]string {
+	members := k.member.members()
 	out := make(map[uint64]string, len(members))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, m := range members {
-		if m.ID == s.id {
+		if m.ID == k.self {
 			mu.Lock()
 			out[m.ID] = serverVersion
 			mu.Unlock()
@@ -235,7 +272,7 @@ func (s *Server) memberServerVersions() map[uint64]string {
 		wg.Add(1)
 		go func(id uint64, urls []string) {
 			defer wg.Done()
-			v := s.peerServerVersion(urls)
+			v := k.peerServerVersion(urls)
 			mu.Lock()
 			out[id] = v
 			mu.Unlock()
@@ -247,10 +284,10 @@ func (s *Server) memberServerVersions() map[uint64]string {
 
 // peerServerVersion is the server version a member reports on the first of
 // its peer URLs that answers, or "".
-func (s *Server) peerServerVersion(urls []string) string {
+func (k *versionKeeper) peerServerVersion(urls []string) string {
 	for _, u := range urls {
 		ctx, cancel := context.WithTimeout(context.Background(), peerVersionTimeout)
-		v, err := getPeerVersion(ctx, s.cfg.peerHTTP, u)
+		v, err := getPeerVersion(ctx, k.peers, u)
 		cancel()
 		if err == nil {
 			return v
@@ -284,9 +321,10 @@ func getPeerVersion(ctx context.Context, hc *http.Client, peerURL string) (strin
 // applyClusterVersion stores a cluster version (apply loop) and makes the
 // storage version follow it, as etcd's storage version monitor does: the
 // storage schema is the cluster version's major.minor; v3.5 had no storage
-// version key. The 3.0.0 placeholder leaves the storage version alone.
-func (s *Server) applyClusterVersion(ver string) {
-	tx := s.be.BatchTx()
+// version key. The 3.0.0 placeholder leaves the storage version alone. It
+// reports a lowered cluster version, after which etcd forces a snapshot.
+func (k *versionKeeper) applyClusterVersion(be backend.Backend, ver string) (lowered bool) {
+	tx := be.BatchTx()
 	tx.Lock()
 	var prev string
 	if _, vals := tx.UnsafeRange(backend.BucketCluster, keyClusterVersion, nil, 0); len(vals) > 0 {
@@ -301,34 +339,43 @@ func (s *Server) applyClusterVersion(ver string) {
 		}
 	}
 	tx.Unlock()
-	s.lg.Info("set cluster version", zap.String("cluster-version", shortVersion(ver)))
-	if p, ok := parseSemver(prev); ok {
-		if n, ok := parseSemver(ver); ok && n.less(p) {
-			s.lg.Info("Cluster version downgrade detected, forcing snapshot", zap.String("prev-cluster-version", prev), zap.String("new-cluster-version", ver))
-			s.snapshotForced = true
-		}
+	k.lg.Info("set cluster version", zap.String("cluster-version", shortVersion(ver)))
+	p, okPrev := parseSemver(prev)
+	n, okNext := parseSemver(ver)
+	if okPrev && okNext && n.less(p) {
+		k.lg.Info("Cluster version downgrade detected, forcing snapshot", zap.String("prev-cluster-version", prev), zap.String("new-cluster-version", ver))
+		return true
 	}
+	return false
 }
 
-// ClusterVersion is the cluster version as "X.Y.0", or "" while undecided.
-func (s *Server) ClusterVersion() string { return s.storedClusterVersion() }
+// clusterVersion is the cluster version as "X.Y.0", or "" while undecided.
+func (k *versionKeeper) clusterVersion() string {
+	var v string
+	k.member.withStores(func(be backend.Backend) { v = readBucketValue(be, backend.BucketCluster, keyClusterVersion) })
+	return v
+}
 
-// StorageVersion is the backend's storage version as "X.Y.0", or "" while
+// storageVersion is the backend's storage version as "X.Y.0", or "" while
 // it has none.
-func (s *Server) StorageVersion() string {
-	if !s.rlockStores() {
-		return ""
-	}
-	defer s.storeMu.RUnlock()
-	return s.storageVersionLocked()
+func (k *versionKeeper) storageVersion() string {
+	var v string
+	k.member.withStores(func(be backend.Backend) { v = storageVersionOf(be) })
+	return v
 }
 
-// storageVersionLocked is StorageVersion for callers holding storeMu.
-func (s *Server) storageVersionLocked() string {
-	tx := s.be.ReadTx()
+// storageVersionOf reads the storage version of be, for callers that hold
+// the stores already.
+func storageVersionOf(be backend.Backend) string {
+	return readBucketValue(be, backend.BucketMeta, backend.MetaStorageVersion)
+}
+
+// readBucketValue is the value of key in bucket, "" when it is not there.
+func readBucketValue(be backend.Backend, bucket []byte, key []byte) string {
+	tx := be.ReadTx()
 	tx.RLock()
 	defer tx.RUnlock()
-	_, vals := tx.UnsafeRange(backend.BucketMeta, backend.MetaStorageVersion, nil, 0)
+	_, vals := tx.UnsafeRange(bucket, key, nil, 0)
 	if len(vals) == 0 {
 		return ""
 	}
@@ -337,12 +384,12 @@ func (s *Server) storageVersionLocked() string {
 
 // serveVersion answers /version on the peer URLs with the document the
 // client URLs serve.
-func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+func (k *versionKeeper) serveVersion(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]string{
 		"etcdserver":  serverVersion,
-		"etcdcluster": orNotDecided(s.ClusterVersion()),
-		"storage":     orNotDecided(s.StorageVersion()),
+		"etcdcluster": orNotDecided(k.clusterVersion()),
+		"storage":     orNotDecided(k.storageVersion()),
 	})
 }
 
