@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 
@@ -111,24 +112,6 @@ func (s *Server) serveLearnerSettings(w http.ResponseWriter, r *http.Request) {
 // errNoLearnerSettings: the member does not serve learnerSettingsPath.
 var errNoLearnerSettings = errors.New("member does not report learner settings")
 
-// fetchLearnerSettings asks member m for its settings over its peer URLs.
-func (s *Server) fetchLearnerSettings(ctx context.Context, m *membership.Member) (LearnerSettings, error) {
-	var lastErr error = errNoLearnerSettings
-	for _, u := range m.PeerURLs {
-		st, err := getLearnerSettings(ctx, s.cfg.peerHTTP, u)
-		if errors.Is(err, errNoLearnerSettings) {
-			// A member that does not know the path (etcd) keeps the
-			// defaults: it may be promoted.
-			return LearnerSettings{AutoPromote: true, IsLearner: true}, nil
-		}
-		if err == nil {
-			return st, nil
-		}
-		lastErr = err
-	}
-	return LearnerSettings{}, lastErr
-}
-
 func getLearnerSettings(ctx context.Context, hc *http.Client, peerURL string) (LearnerSettings, error) {
 	var st LearnerSettings
 	ctx, cancel := context.WithTimeout(ctx, learnerSettingsTimeout)
@@ -195,36 +178,69 @@ func (p *promoteTracker) keep(ids map[uint64]bool) {
 
 func (p *promoteTracker) reset() { clear(p.since) }
 
-// autoPromoteLoop runs on every member with automatic promotion on; it acts
-// only while the member leads.
-func (s *Server) autoPromoteLoop() {
-	if !s.cfg.learnerLoopEnabled() {
-		return
-	}
+// learnerSteward is the leader's care of the learners: automatic promotion
+// and standby failover (see above). It runs on every member with either
+// turned on and acts only while its member leads.
+type learnerSteward struct {
+	self   uint64
+	member learnerMember
+	peers  *http.Client
+	lg     *zap.Logger
+	timing learnerTiming
+	stop   <-chan struct{}
+}
+
+// learnerTiming holds the durations of the steward's rules: how long a
+// learner must have been caught up before it is promoted, how long a voter
+// must have been unreachable before a standby replaces it (0: never), and
+// how often the steward looks.
+type learnerTiming struct {
+	promoteAfter, failoverAfter, interval time.Duration
+	autoPromote                           bool
+}
+
+// learnerMember is what learnerSteward needs of the member.
+type learnerMember interface {
+	leads() bool
+	IsLearner() bool
+	members() []*membership.Member
+	// connectedSince is when the transport's connection to member id last
+	// came up; zero while it is down.
+	connectedSince(id uint64) time.Time
+	// learnerReady fails unless learner id's log meets MemberPromote's
+	// rule.
+	learnerReady(id uint64) error
+	Alarms() []*pb.AlarmMember
+	MemberPromote(ctx context.Context, id uint64) ([]*membership.Member, error)
+	proposeConfChange(ctx context.Context, typ raftpb.ConfChangeType, m *membership.Member) ([]*membership.Member, error)
+}
+
+// run looks after the learners every interval until stop.
+func (l *learnerSteward) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.goAttach(func() {
+	go func() { // ends with run: run's return cancels ctx
 		select {
-		case <-s.stopc:
+		case <-l.stop:
 			cancel()
 		case <-ctx.Done():
 		}
-	})
-	tr := newPromoteTracker(s.cfg.autoPromoteAfter())
-	down := newPromoteTracker(s.cfg.StandbyFailoverAfter)
-	t := time.NewTicker(s.cfg.autoPromoteInterval())
+	}()
+	tr := newPromoteTracker(l.timing.promoteAfter)
+	down := newPromoteTracker(l.timing.failoverAfter)
+	t := time.NewTicker(l.timing.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 			now := time.Now()
-			if s.cfg.StandbyFailoverAfter > 0 && s.standbyFailoverTick(ctx, down, now) {
+			if l.timing.failoverAfter > 0 && l.standbyFailoverTick(ctx, down, now) {
 				continue
 			}
-			if s.cfg.autoPromoteEnabled() {
-				s.autoPromoteTick(ctx, tr, now)
+			if l.timing.autoPromote {
+				l.autoPromoteTick(ctx, tr, now)
 			}
-		case <-s.stopc:
+		case <-l.stop:
 			return
 		}
 	}
@@ -243,32 +259,32 @@ func (s *Server) autoPromoteLoop() {
 // quorum is met. A learner that never came up (a wrong peer URL) is never
 // caught up, so it stays a learner and can be removed without a quorum
 // change.
-func (s *Server) autoPromoteTick(ctx context.Context, tr *promoteTracker, now time.Time) uint64 {
-	if s.Leader() != s.id || s.IsLearner() {
+func (l *learnerSteward) autoPromoteTick(ctx context.Context, tr *promoteTracker, now time.Time) uint64 {
+	if !l.member.leads() || l.member.IsLearner() {
 		tr.reset()
 		return 0
 	}
-	members := s.members()
+	members := l.member.members()
 	learners := map[uint64]bool{}
 	for _, m := range members {
 		if !m.IsLearner {
 			continue
 		}
 		learners[m.ID] = true
-		if !tr.observe(m.ID, s.learnerCaughtUp(ctx, m), now) {
+		if !tr.observe(m.ID, l.learnerCaughtUp(ctx, m), now) {
 			continue
 		}
-		if !s.votersHealthy(members) {
-			s.lg.Info("learner caught up, but not every voter is healthy: not promoting it yet",
+		if !l.votersHealthy(members) {
+			l.lg.Info("learner caught up, but not every voter is healthy: not promoting it yet",
 				zap.String("learner-id", idHex(m.ID)))
 			continue
 		}
-		if _, err := s.MemberPromote(ctx, m.ID); err != nil {
-			s.lg.Warn("automatic learner promotion failed", zap.String("learner-id", idHex(m.ID)), zap.Error(err))
+		if _, err := l.member.MemberPromote(ctx, m.ID); err != nil {
+			l.lg.Warn("automatic learner promotion failed", zap.String("learner-id", idHex(m.ID)), zap.Error(err))
 			delete(tr.since, m.ID)
 			continue
 		}
-		s.lg.Info("promoted learner automatically", zap.String("learner-id", idHex(m.ID)),
+		l.lg.Info("promoted learner automatically", zap.String("learner-id", idHex(m.ID)),
 			zap.Duration("caught-up-for", now.Sub(tr.since[m.ID])))
 		delete(tr.since, m.ID)
 		return m.ID
@@ -280,14 +296,14 @@ func (s *Server) autoPromoteTick(ctx context.Context, tr *promoteTracker, now ti
 // learnerCaughtUp: the leader's transport reaches learner m, m answers on
 // its peer URL and accepts automatic promotion, and its log satisfies the
 // 90% rule.
-func (s *Server) learnerCaughtUp(ctx context.Context, m *membership.Member) bool {
-	if s.transport.ActiveSince(m.ID).IsZero() {
+func (l *learnerSteward) learnerCaughtUp(ctx context.Context, m *membership.Member) bool {
+	if l.member.connectedSince(m.ID).IsZero() {
 		return false
 	}
-	if err := s.learnerReady(m.ID); err != nil {
+	if err := l.member.learnerReady(m.ID); err != nil {
 		return false
 	}
-	st, err := s.fetchLearnerSettings(ctx, m)
+	st, err := l.fetchLearnerSettings(ctx, m)
 	if err != nil {
 		return false
 	}
@@ -296,10 +312,10 @@ func (s *Server) learnerCaughtUp(ctx context.Context, m *membership.Member) bool
 
 // votersHealthy: every voter is this member or has been connected to it for
 // healthInterval, and no alarm is raised.
-func (s *Server) votersHealthy(members []*membership.Member) bool {
+func (l *learnerSteward) votersHealthy(members []*membership.Member) bool {
 	voters := votersOf(members)
-	connected := countConnected(voters, s.id, time.Now().Add(-healthInterval), s.transport.ActiveSince)
-	return len(voters) > 0 && connected == len(voters) && len(s.Alarms()) == 0
+	connected := countConnected(voters, l.self, time.Now().Add(-healthInterval), l.member.connectedSince)
+	return len(voters) > 0 && connected == len(voters) && len(l.member.Alarms()) == 0
 }
 
 // standbyFailoverTick (--experimental-learner-standby-failover-after) runs
@@ -317,12 +333,12 @@ func (s *Server) votersHealthy(members []*membership.Member) bool {
 // healthy. A voter is removed alone (no learner to promote) only when v is
 // even, where it raises the failures the cluster survives instead of
 // lowering them: that finishes a failover whose removal failed.
-func (s *Server) standbyFailoverTick(ctx context.Context, down *promoteTracker, now time.Time) bool {
-	if s.Leader() != s.id || s.IsLearner() {
+func (l *learnerSteward) standbyFailoverTick(ctx context.Context, down *promoteTracker, now time.Time) bool {
+	if !l.member.leads() || l.member.IsLearner() {
 		down.reset()
 		return false
 	}
-	members := s.members()
+	members := l.member.members()
 	var voters, healthy int
 	var gone *membership.Member
 	ids := map[uint64]bool{}
@@ -332,7 +348,7 @@ func (s *Server) standbyFailoverTick(ctx context.Context, down *promoteTracker, 
 		}
 		voters++
 		ids[m.ID] = true
-		unreachable := m.ID != s.id && s.transport.ActiveSince(m.ID).IsZero()
+		unreachable := m.ID != l.self && l.member.connectedSince(m.ID).IsZero()
 		if !unreachable {
 			healthy++
 		}
@@ -341,7 +357,7 @@ func (s *Server) standbyFailoverTick(ctx context.Context, down *promoteTracker, 
 		}
 	}
 	down.keep(ids)
-	if gone == nil || healthy > voters/2+1 || len(s.Alarms()) > 0 {
+	if gone == nil || healthy > voters/2+1 || len(l.member.Alarms()) > 0 {
 		return false // nobody down for long enough, or a failure to spare
 	}
 	if healthy < voters/2+1 {
@@ -352,8 +368,8 @@ func (s *Server) standbyFailoverTick(ctx context.Context, down *promoteTracker, 
 		if !m.IsLearner {
 			continue
 		}
-		if !s.transport.ActiveSince(m.ID).IsZero() && s.learnerReady(m.ID) == nil {
-			if st, err := s.fetchLearnerSettings(ctx, m); err == nil && !st.ReadOnly {
+		if !l.member.connectedSince(m.ID).IsZero() && l.member.learnerReady(m.ID) == nil {
+			if st, err := l.fetchLearnerSettings(ctx, m); err == nil && !st.ReadOnly {
 				standby = m
 				break
 			}
@@ -361,21 +377,39 @@ func (s *Server) standbyFailoverTick(ctx context.Context, down *promoteTracker, 
 	}
 	switch {
 	case standby != nil:
-		if _, err := s.MemberPromote(ctx, standby.ID); err != nil {
-			s.lg.Warn("standby failover: promotion failed", zap.String("learner-id", idHex(standby.ID)), zap.Error(err))
+		if _, err := l.member.MemberPromote(ctx, standby.ID); err != nil {
+			l.lg.Warn("standby failover: promotion failed", zap.String("learner-id", idHex(standby.ID)), zap.Error(err))
 			return false
 		}
-		s.lg.Warn("standby failover: promoted learner in place of an unreachable voter",
+		l.lg.Warn("standby failover: promoted learner in place of an unreachable voter",
 			zap.String("learner-id", idHex(standby.ID)), zap.String("unreachable-voter-id", idHex(gone.ID)))
 		voters++
 	case voters%2 == 1:
 		return false // no standby; removing alone would not help
 	}
-	if _, err := s.proposeConfChange(ctx, raftpb.ConfChangeRemoveNode, &membership.Member{ID: gone.ID}); err != nil {
-		s.lg.Warn("standby failover: removing the unreachable voter failed", zap.String("voter-id", idHex(gone.ID)), zap.Error(err))
+	if _, err := l.member.proposeConfChange(ctx, raftpb.ConfChangeRemoveNode, &membership.Member{ID: gone.ID}); err != nil {
+		l.lg.Warn("standby failover: removing the unreachable voter failed", zap.String("voter-id", idHex(gone.ID)), zap.Error(err))
 		return true
 	}
-	s.lg.Warn("standby failover: removed unreachable voter", zap.String("voter-id", idHex(gone.ID)), zap.Int("voters", voters-1))
+	l.lg.Warn("standby failover: removed unreachable voter", zap.String("voter-id", idHex(gone.ID)), zap.Int("voters", voters-1))
 	delete(down.since, gone.ID)
 	return true
+}
+
+// fetchLearnerSettings asks member m for its settings over its peer URLs.
+func (l *learnerSteward) fetchLearnerSettings(ctx context.Context, m *membership.Member) (LearnerSettings, error) {
+	var lastErr error = errNoLearnerSettings
+	for _, u := range m.PeerURLs {
+		st, err := getLearnerSettings(ctx, l.peers, u)
+		if errors.Is(err, errNoLearnerSettings) {
+			// A member that does not know the path (etcd) keeps the
+			// defaults: it may be promoted.
+			return LearnerSettings{AutoPromote: true, IsLearner: true}, nil
+		}
+		if err == nil {
+			return st, nil
+		}
+		lastErr = err
+	}
+	return LearnerSettings{}, lastErr
 }

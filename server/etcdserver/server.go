@@ -228,7 +228,9 @@ func (s *Server) Start() {
 	s.goAttach(s.versions.monitorDowngrade)
 	s.goAttach(s.leaseLeadershipLoop)
 	s.goAttach(s.revokeExpiredLeasesLoop)
-	s.goAttach(s.autoPromoteLoop)
+	if s.cfg.learnerLoopEnabled() {
+		s.goAttach(s.newLearnerSteward().run)
+	}
 	s.goAttach(s.monitorKVHash)
 	s.goAttach(s.monitorCompactHash)
 	s.goAttach(s.autoCompactLoop)
@@ -357,6 +359,16 @@ func (s *Server) withStores(read func(be backend.Backend)) bool {
 	defer s.storeMu.RUnlock()
 	read(s.be)
 	return true
+}
+
+// connectedSince is when the peer connection to member id last came up;
+// zero while it is down.
+func (s *Server) connectedSince(id uint64) time.Time { return s.transport.ActiveSince(id) }
+
+func (s *Server) newLearnerSteward() *learnerSteward {
+	return &learnerSteward{self: s.id, member: s, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
+		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
+			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
 
 // leads reports whether this member is the raft leader now.
