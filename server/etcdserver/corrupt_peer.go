@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
@@ -30,15 +31,21 @@ import (
 // etcd members can check each other through it.
 const peerHashKVPath = "/members/hashkv"
 
-// serveHashKV answers peerHashKVPath as etcd does, statuses and error
-// bodies included: the client side (fetchPeerHashKV) recognises the
+// hashKVHandler answers peerHashKVPath as etcd does, statuses and error
+// bodies included: the client side (hashFetcher.fetch) recognises the
 // compacted and future revision errors by their text.
-func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
-	cid := strconv.FormatUint(s.clusterID, 16)
-	req, refusal := s.readHashKVRequest(r, cid)
+type hashKVHandler struct {
+	clusterID uint64
+	hash      func(rev int64) (mvcc.KeyValueHash, int64, error)
+	lg        *zap.Logger
+}
+
+func (h hashKVHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cid := strconv.FormatUint(h.clusterID, 16)
+	req, refusal := h.readRequest(r, cid)
 	if refusal == nil {
 		var answer []byte
-		answer, refusal = s.answerHashKV(req)
+		answer, refusal = h.answer(req)
 		if refusal == nil {
 			w.Header().Set("X-Etcd-Cluster-ID", cid)
 			w.Header().Set("Content-Type", "application/json")
@@ -60,7 +67,7 @@ type httpRefusal struct {
 
 // readHashKVRequest checks the method, path and cluster ID of a hash
 // request and decodes its JSON body.
-func (s *Server) readHashKVRequest(r *http.Request, cid string) (*pb.HashKVRequest, *httpRefusal) {
+func (h hashKVHandler) readRequest(r *http.Request, cid string) (*pb.HashKVRequest, *httpRefusal) {
 	switch {
 	case r.Method != http.MethodGet:
 		return nil, &httpRefusal{http.StatusMethodNotAllowed, "Method Not Allowed"}
@@ -76,7 +83,7 @@ func (s *Server) readHashKVRequest(r *http.Request, cid string) (*pb.HashKVReque
 	}
 	req := &pb.HashKVRequest{}
 	if err := json.Unmarshal(body, req); err != nil {
-		s.lg.Warn("failed to unmarshal request", zap.Error(err))
+		h.lg.Warn("failed to unmarshal request", zap.Error(err))
 		return nil, &httpRefusal{http.StatusBadRequest, "error unmarshalling request"}
 	}
 	return req, nil
@@ -84,27 +91,37 @@ func (s *Server) readHashKVRequest(r *http.Request, cid string) (*pb.HashKVReque
 
 // answerHashKV hashes the key space at the asked revision and encodes the
 // answer; the header carries only the member's current revision.
-func (s *Server) answerHashKV(req *pb.HashKVRequest) ([]byte, *httpRefusal) {
-	h, rev, err := s.hashByRev(req.Revision)
+func (h hashKVHandler) answer(req *pb.HashKVRequest) ([]byte, *httpRefusal) {
+	kvh, rev, err := h.hash(req.Revision)
 	if err != nil {
-		s.lg.Warn("failed to get hashKV", zap.Int64("requested-revision", req.Revision), zap.Error(err))
+		h.lg.Warn("failed to get hashKV", zap.Int64("requested-revision", req.Revision), zap.Error(err))
 		return nil, &httpRefusal{http.StatusBadRequest, err.Error()}
 	}
 	out, err := json.Marshal(&pb.HashKVResponse{
-		Header: &pb.ResponseHeader{Revision: rev}, Hash: h.Hash,
-		CompactRevision: h.CompactRevision, HashRevision: h.Revision,
+		Header: &pb.ResponseHeader{Revision: rev}, Hash: kvh.Hash,
+		CompactRevision: kvh.CompactRevision, HashRevision: kvh.Revision,
 	})
 	if err != nil {
-		s.lg.Warn("failed to marshal hashKV response", zap.Error(err))
+		h.lg.Warn("failed to marshal hashKV response", zap.Error(err))
 		return nil, &httpRefusal{http.StatusInternalServerError, err.Error()}
 	}
 	return out, nil
 }
 
-// fetchPeerHashKV asks the member at peerURL for HashKV at rev. The errors
-// etcd's checks tell apart come back as rpctypes.ErrCompacted,
-// ErrFutureRev and ErrClusterIDMismatch.
-func (s *Server) fetchPeerHashKV(ctx context.Context, peerURL string, rev int64) (*pb.HashKVResponse, error) {
+// hashFetcher asks the other members for their HashKV over their peer URLs.
+type hashFetcher struct {
+	self, clusterID uint64
+	members         func() []*membership.Member
+	http            *http.Client
+	timeout         time.Duration
+	stop            <-chan struct{}
+	lg              *zap.Logger
+}
+
+// fetch asks the member at peerURL for HashKV at rev. The errors etcd's
+// checks tell apart come back as rpctypes.ErrCompacted, ErrFutureRev and
+// ErrClusterIDMismatch.
+func (f *hashFetcher) fetch(ctx context.Context, peerURL string, rev int64) (*pb.HashKVResponse, error) {
 	body, err := json.Marshal(&pb.HashKVRequest{Revision: rev})
 	if err != nil {
 		return nil, err
@@ -114,8 +131,8 @@ func (s *Server) fetchPeerHashKV(ctx context.Context, peerURL string, rev int64)
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Etcd-Cluster-ID", strconv.FormatUint(s.clusterID, 16))
-	resp, err := s.cfg.peerHTTP.Do(req)
+	req.Header.Set("X-Etcd-Cluster-ID", strconv.FormatUint(f.clusterID, 16))
+	resp, err := f.http.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -143,21 +160,21 @@ func (s *Server) fetchPeerHashKV(ctx context.Context, peerURL string, rev int64)
 
 // peerHashes asks every other member for HashKV at rev, trying each of its
 // peer URLs until one answers.
-func (s *Server) peerHashes(rev int64) []peerHash {
+func (f *hashFetcher) peerHashes(rev int64) []peerHash {
 	var out []peerHash
-	for _, m := range s.members() {
-		if m.ID == s.id || len(m.PeerURLs) == 0 {
+	for _, m := range f.members() {
+		if m.ID == f.self || len(m.PeerURLs) == 0 {
 			continue
 		}
 		p := peerHash{id: m.ID, urls: m.PeerURLs}
 		for _, u := range m.PeerURLs {
-			ctx, cancel := s.stopContext(s.cfg.requestTimeout())
-			p.resp, p.err = s.fetchPeerHashKV(ctx, u, rev)
+			ctx, cancel := contextUntil(f.stop, f.timeout)
+			p.resp, p.err = f.fetch(ctx, u, rev)
 			cancel()
 			if p.err == nil {
 				break
 			}
-			s.lg.Warn("failed hash kv request", zap.String("local-member-id", idHex(s.id)),
+			f.lg.Warn("failed hash kv request", zap.String("local-member-id", idHex(f.self)),
 				zap.Int64("requested-revision", rev), zap.String("remote-peer-endpoint", u), zap.Error(p.err))
 		}
 		out = append(out, p)
@@ -165,13 +182,13 @@ func (s *Server) peerHashes(rev int64) []peerHash {
 	return out
 }
 
-// stopContext returns a context that ends after timeout or when the member
-// stops, whichever comes first.
-func (s *Server) stopContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+// contextUntil returns a context that ends after timeout or when stop is
+// closed, whichever comes first.
+func contextUntil(stop <-chan struct{}, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	go func() {
 		select {
-		case <-s.stopc:
+		case <-stop:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -192,7 +209,7 @@ func (s *Server) hashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
 // cluster) without waiting for it.
 func (s *Server) triggerCorruptAlarm(id uint64) {
 	s.goAttach(func() {
-		ctx, cancel := s.stopContext(s.cfg.requestTimeout())
+		ctx, cancel := contextUntil(s.stopc, s.cfg.requestTimeout())
 		defer cancel()
 		a := &pb.AlarmRequest{MemberID: id, Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_CORRUPT}
 		if _, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
@@ -202,7 +219,10 @@ func (s *Server) triggerCorruptAlarm(id uint64) {
 }
 
 // memberHashes adapts the member to the checks' hashSource.
-type memberHashes struct{ s *Server }
+type memberHashes struct {
+	s     *Server
+	peers *hashFetcher
+}
 
 func (m memberHashes) HashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
 	return m.s.hashByRev(rev)
@@ -218,7 +238,7 @@ func (m memberHashes) Hashes() []mvcc.KeyValueHash {
 
 func (m memberHashes) memberID() uint64                { return m.s.id }
 func (m memberHashes) reqTimeout() time.Duration       { return m.s.cfg.requestTimeout() }
-func (m memberHashes) peerHashes(rev int64) []peerHash { return m.s.peerHashes(rev) }
+func (m memberHashes) peerHashes(rev int64) []peerHash { return m.peers.peerHashes(rev) }
 func (m memberHashes) triggerCorruptAlarm(id uint64)   { m.s.triggerCorruptAlarm(id) }
 func (m memberHashes) linearizableReadNotify(ctx context.Context) error {
 	return m.s.linearizableReadNotify(ctx)
@@ -232,49 +252,43 @@ func (s *Server) CheckInitialHashKV() error {
 	return s.corruption.initialCheck()
 }
 
-// monitorKVHash runs the periodic check every --corrupt-check-time while
-// this member leads.
-func (s *Server) monitorKVHash() {
-	interval := s.cfg.CorruptCheckTime
+// runPeriodicCheck runs the periodic check every interval (0: never) while
+// leads says this member leads, until stop.
+func (c *corruptionChecker) runPeriodicCheck(interval time.Duration, leads func() bool, stop <-chan struct{}) {
 	if interval <= 0 {
 		return
 	}
-	s.lg.Info("enabled corruption checking", zap.String("local-member-id", idHex(s.id)), zap.Duration("interval", interval))
+	c.lg.Info("enabled corruption checking", zap.String("local-member-id", idHex(c.src.memberID())), zap.Duration("interval", interval))
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-s.stopc:
-			s.lg.Info("server has stopped; stopping kv hash's monitor")
+		case <-stop:
+			c.lg.Info("server has stopped; stopping kv hash's monitor")
 			return
 		case <-ticker.C:
 		}
-		if s.Leader() != s.id {
+		if !leads() {
 			continue
 		}
-		if err := s.corruption.periodicCheck(); err != nil {
-			s.lg.Warn("failed to check hash KV", zap.Error(err))
+		if err := c.periodicCheck(); err != nil {
+			c.lg.Warn("failed to check hash KV", zap.Error(err))
 		}
 	}
 }
 
-// monitorCompactHash runs the compaction hash check every
-// --compact-hash-check-time while this member leads (feature gate
-// CompactHashCheck).
-func (s *Server) monitorCompactHash() {
-	if !s.cfg.CompactHashCheck {
-		return
-	}
+// runCompactHashCheck runs the compaction hash check every interval while
+// leads says this member leads, until stop.
+func (c *corruptionChecker) runCompactHashCheck(interval time.Duration, leads func() bool, stop <-chan struct{}) {
 	for {
 		select {
-		case <-time.After(s.cfg.compactHashCheckTime()):
-		case <-s.stopc:
-			s.lg.Info("server has stopped; stopping compact hash's monitor")
+		case <-time.After(interval):
+		case <-stop:
+			c.lg.Info("server has stopped; stopping compact hash's monitor")
 			return
 		}
-		if s.Leader() != s.id {
-			continue
+		if leads() {
+			c.compactHashCheck()
 		}
-		s.corruption.compactHashCheck()
 	}
 }

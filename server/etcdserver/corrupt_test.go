@@ -263,11 +263,11 @@ func TestPeerHashKVEndpoint(t *testing.T) {
 	}
 
 	t.Run("client", func(t *testing.T) {
-		got, err := s.fetchPeerHashKV(testCtx(t), srv.URL, rev)
+		got, err := s.corruption.src.(memberHashes).peers.fetch(testCtx(t), srv.URL, rev)
 		if err != nil || got.Hash != want.Hash || got.GetHeader().GetRevision() != rev || got.CompactRevision != -1 {
 			t.Fatalf("fetchPeerHashKV = %v, %v; want hash %d at %d", got, err, want.Hash, rev)
 		}
-		if _, err := s.fetchPeerHashKV(testCtx(t), srv.URL, rev+1); !errors.Is(err, rpctypes.ErrFutureRev) {
+		if _, err := s.corruption.src.(memberHashes).peers.fetch(testCtx(t), srv.URL, rev+1); !errors.Is(err, rpctypes.ErrFutureRev) {
 			t.Fatalf("future revision: %v, want ErrFutureRev", err)
 		}
 	})

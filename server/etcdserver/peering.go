@@ -98,7 +98,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft", raftHandler)
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
-	mux.HandleFunc(peerHashKVPath, s.serveHashKV)
+	mux.Handle(peerHashKVPath, hashKVHandler{clusterID: s.clusterID, hash: s.hashByRev, lg: s.lg})
 	mux.HandleFunc(promotePath, s.servePromote)
 	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
 	mux.HandleFunc(leasesPath, s.serveLeaseRenew)

@@ -116,7 +116,10 @@ func New(cfg *Config) (*Server, error) {
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
 	s.reads.init()
-	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s}}
+	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
+		self: b.id, clusterID: b.clusterID, members: s.members, http: c.peerHTTP,
+		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
+	}}}
 	if b.snapshot != nil {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
 		s.setConfState(b.snapshot.GetMetadata().GetConfState())
@@ -231,8 +234,10 @@ func (s *Server) Start() {
 	if s.cfg.learnerLoopEnabled() {
 		s.goAttach(s.newLearnerSteward().run)
 	}
-	s.goAttach(s.monitorKVHash)
-	s.goAttach(s.monitorCompactHash)
+	s.goAttach(func() { s.corruption.runPeriodicCheck(s.cfg.CorruptCheckTime, s.leads, s.stopc) })
+	if s.cfg.CompactHashCheck {
+		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
+	}
 	s.goAttach(s.autoCompactLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
