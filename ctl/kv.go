@@ -106,70 +106,33 @@ func getFlags(fs *flag.FlagSet, o *opts) {
 	fs.BoolVar(&o.stream, "stream", false, "Use the RangeStream RPC")
 }
 
+// getOp turns get's flags and arguments into the key and options of one
+// Get, refusing bad combinations with etcdctl's messages in etcdctl's order.
 func getOp(o *opts, args []string) (string, []client.OpOption, error) {
-	if len(args) == 0 {
-		return "", nil, fail(exitBadArgs, "get command needs one argument as key and an optional argument as range_end")
+	if err := checkGetArgs(o, args); err != nil {
+		return "", nil, err
 	}
-	if o.prefix && o.fromKey {
-		return "", nil, fail(exitBadArgs, "`--prefix` and `--from-key` cannot be set at the same time, choose one")
+	// An unknown consistency ends cairnctl here, before the checks below,
+	// as in etcdctl.
+	serializable := isSerializable(o.consistency)
+	if len(args) > 1 && (o.prefix || o.fromKey) {
+		return "", nil, fail(exitBadArgs, "too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
 	}
-	if o.keysOnly && o.countOnly {
-		return "", nil, fail(exitBadArgs, "`--keys-only` and `--count-only` cannot be set at the same time, choose one")
+	sorting, err := sortOption(o.order, o.sortBy)
+	if err != nil {
+		return "", nil, err
 	}
-	var ops []client.OpOption
-	if isSerializable(o.consistency) {
+	filters, err := revisionFilters(o)
+	if err != nil {
+		return "", nil, err
+	}
+	key, ops := getRange(o, args)
+	if serializable {
 		ops = append(ops, client.WithSerializable())
 	}
-	key := args[0]
-	if len(args) > 1 {
-		if o.prefix || o.fromKey {
-			return "", nil, fail(exitBadArgs, "too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
-		}
-		ops = append(ops, client.WithRange(args[1]))
-	}
-	ops = append(ops, client.WithLimit(o.limit))
+	ops = append(ops, client.WithLimit(o.limit), sorting)
 	if o.rev > 0 {
 		ops = append(ops, client.WithRev(o.rev))
-	}
-	order := client.SortNone
-	switch strings.ToUpper(o.order) {
-	case "ASCEND":
-		order = client.SortAscend
-	case "DESCEND":
-		order = client.SortDescend
-	case "":
-	default:
-		return "", nil, fail(exitBadFeature, "bad sort order %v", o.order)
-	}
-	target := client.SortByKey
-	switch strings.ToUpper(o.sortBy) {
-	case "CREATE":
-		target = client.SortByCreateRevision
-	case "KEY":
-	case "MODIFY":
-		target = client.SortByModRevision
-	case "VALUE":
-		target = client.SortByValue
-	case "VERSION":
-		target = client.SortByVersion
-	case "":
-	default:
-		return "", nil, fail(exitBadFeature, "bad sort target %v", o.sortBy)
-	}
-	ops = append(ops, client.WithSort(target, order))
-	if o.prefix {
-		if key == "" {
-			key = "\x00"
-			ops = append(ops, client.WithFromKey())
-		} else {
-			ops = append(ops, client.WithPrefix())
-		}
-	}
-	if o.fromKey {
-		if key == "" {
-			key = "\x00"
-		}
-		ops = append(ops, client.WithFromKey())
 	}
 	if o.keysOnly {
 		ops = append(ops, client.WithKeysOnly())
@@ -177,25 +140,82 @@ func getOp(o *opts, args []string) (string, []client.OpOption, error) {
 	if o.countOnly {
 		ops = append(ops, client.WithCountOnly())
 	}
-	if o.minCreate > 0 {
-		ops = append(ops, client.WithMinCreateRev(o.minCreate))
+	return key, append(ops, filters...), nil
+}
+
+// checkGetArgs refuses flag combinations get cannot serve.
+func checkGetArgs(o *opts, args []string) error {
+	switch {
+	case len(args) == 0:
+		return fail(exitBadArgs, "get command needs one argument as key and an optional argument as range_end")
+	case o.prefix && o.fromKey:
+		return fail(exitBadArgs, "`--prefix` and `--from-key` cannot be set at the same time, choose one")
+	case o.keysOnly && o.countOnly:
+		return fail(exitBadArgs, "`--keys-only` and `--count-only` cannot be set at the same time, choose one")
 	}
-	if o.maxCreate > 0 {
-		if o.minCreate > o.maxCreate {
-			return "", nil, fail(exitBadFeature, "getMinCreateRev(=%v) > getMaxCreateRev(=%v)", o.minCreate, o.maxCreate)
+	return nil
+}
+
+// getRange is the key get reads and the option that makes it a range: an
+// explicit end, a prefix, or everything from the key on (an empty key
+// under --prefix or --from-key means the whole key space).
+func getRange(o *opts, args []string) (string, []client.OpOption) {
+	key := args[0]
+	switch {
+	case len(args) > 1:
+		return key, []client.OpOption{client.WithRange(args[1])}
+	case (o.prefix || o.fromKey) && key == "":
+		return "\x00", []client.OpOption{client.WithFromKey()}
+	case o.prefix:
+		return key, []client.OpOption{client.WithPrefix()}
+	case o.fromKey:
+		return key, []client.OpOption{client.WithFromKey()}
+	}
+	return key, nil
+}
+
+var (
+	sortOrders  = map[string]client.SortOrder{"": client.SortNone, "ASCEND": client.SortAscend, "DESCEND": client.SortDescend}
+	sortTargets = map[string]client.SortTarget{"": client.SortByKey, "KEY": client.SortByKey,
+		"CREATE": client.SortByCreateRevision, "MODIFY": client.SortByModRevision,
+		"VALUE": client.SortByValue, "VERSION": client.SortByVersion}
+)
+
+// sortOption reads --order and --sort-by (case does not matter).
+func sortOption(order, by string) (client.OpOption, error) {
+	o, ok := sortOrders[strings.ToUpper(order)]
+	if !ok {
+		return nil, fail(exitBadFeature, "bad sort order %v", order)
+	}
+	t, ok := sortTargets[strings.ToUpper(by)]
+	if !ok {
+		return nil, fail(exitBadFeature, "bad sort target %v", by)
+	}
+	return client.WithSort(t, o), nil
+}
+
+// revisionFilters reads the --min/max-create/mod-rev flags; 0 is unset.
+func revisionFilters(o *opts) ([]client.OpOption, error) {
+	var ops []client.OpOption
+	for _, f := range []struct {
+		min, max         int64
+		name             string
+		withMin, withMax func(int64) client.OpOption
+	}{
+		{o.minCreate, o.maxCreate, "CreateRev", client.WithMinCreateRev, client.WithMaxCreateRev},
+		{o.minMod, o.maxMod, "ModRev", client.WithMinModRev, client.WithMaxModRev},
+	} {
+		if f.min > 0 {
+			ops = append(ops, f.withMin(f.min))
 		}
-		ops = append(ops, client.WithMaxCreateRev(o.maxCreate))
-	}
-	if o.minMod > 0 {
-		ops = append(ops, client.WithMinModRev(o.minMod))
-	}
-	if o.maxMod > 0 {
-		if o.minMod > o.maxMod {
-			return "", nil, fail(exitBadFeature, "getMinModRev(=%v) > getMaxModRev(=%v)", o.minMod, o.maxMod)
+		if f.max > 0 {
+			if f.min > f.max {
+				return nil, fail(exitBadFeature, "getMin%s(=%v) > getMax%s(=%v)", f.name, f.min, f.name, f.max)
+			}
+			ops = append(ops, f.withMax(f.max))
 		}
-		ops = append(ops, client.WithMaxModRev(o.maxMod))
 	}
-	return key, ops, nil
+	return ops, nil
 }
 
 func isSerializable(c string) bool {
