@@ -31,34 +31,71 @@ func SelfCert(lg *zap.Logger, dir string, hosts []string, validityYears uint) (I
 	if validityYears == 0 {
 		return Info{}, errors.New("selfSignedCertValidity is invalid,it should be greater than 0")
 	}
+	info, err := selfCertPaths(dir)
+	if err != nil {
+		return Info{}, err
+	}
+	info.Logger = lg
+	if bothExist(info.CertFile, info.KeyFile) {
+		return info, nil
+	}
+	tmpl, err := selfCertTemplate(hosts, validityYears)
+	if err != nil {
+		return Info{}, err
+	}
+	lg.Warn("automatically generate certificates", zap.Time("certificate-validity-bound-not-after", tmpl.NotAfter))
+	certDER, keyDER, err := signSelf(tmpl)
+	if err != nil {
+		return Info{}, err
+	}
+	// The key first: a cert.pem without its key.pem is never left behind
+	// looking complete.
+	if err := writePEM(info.KeyFile, "EC PRIVATE KEY", keyDER, 0o600); err != nil {
+		return Info{}, err
+	}
+	lg.Info("created key file", zap.String("path", info.KeyFile))
+	if err := writePEM(info.CertFile, "CERTIFICATE", certDER, 0o644); err != nil {
+		return Info{}, err
+	}
+	lg.Info("created cert file", zap.String("path", info.CertFile))
+	return info, nil
+}
+
+// selfCertPaths creates dir and names its cert.pem and key.pem absolutely.
+func selfCertPaths(dir string) (Info, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Info{}, fmt.Errorf("cannot create cert directory: %w", err)
 	}
-	certPath, err := filepath.Abs(filepath.Join(dir, "cert.pem"))
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Info{}, err
 	}
-	keyPath, err := filepath.Abs(filepath.Join(dir, "key.pem"))
-	if err != nil {
-		return Info{}, err
-	}
-	info := Info{CertFile: certPath, KeyFile: keyPath, SelfSigned: true, Logger: lg}
-	_, cerr := os.Stat(certPath)
-	_, kerr := os.Stat(keyPath)
-	if cerr == nil && kerr == nil {
-		return info, nil
-	}
+	return Info{CertFile: filepath.Join(abs, "cert.pem"), KeyFile: filepath.Join(abs, "key.pem"), SelfSigned: true}, nil
+}
 
+func bothExist(paths ...string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// selfCertTemplate describes a certificate for servers and clients, valid
+// from now for the given years, naming hosts as IP or DNS SANs (a port is
+// dropped).
+func selfCertTemplate(hosts []string, validityYears uint) (*x509.Certificate, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
-	notBefore := now()
-	tmpl := x509.Certificate{
+	start := now()
+	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{Organization: []string{"etcd"}},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.Add(time.Duration(validityYears) * 365 * 24 * time.Hour),
+		NotBefore:             start,
+		NotAfter:              start.Add(time.Duration(validityYears) * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
@@ -73,30 +110,23 @@ func SelfCert(lg *zap.Logger, dir string, hosts []string, validityYears uint) (I
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	lg.Warn("automatically generate certificates", zap.Time("certificate-validity-bound-not-after", tmpl.NotAfter))
+	return tmpl, nil
+}
+
+// signSelf makes a P-256 key and the certificate tmpl describes, signed by
+// that key; both in DER.
+func signSelf(tmpl *x509.Certificate) (certDER, keyDER []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return Info{}, err
+		return nil, nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &key.PublicKey, key)
-	if err != nil {
-		return Info{}, err
+	if certDER, err = x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key); err != nil {
+		return nil, nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return Info{}, err
+	if keyDER, err = x509.MarshalECPrivateKey(key); err != nil {
+		return nil, nil, err
 	}
-	// The key first: a cert.pem without its key.pem is never left behind
-	// looking complete.
-	if err := writePEM(keyPath, "EC PRIVATE KEY", keyDER, 0o600); err != nil {
-		return Info{}, err
-	}
-	lg.Info("created key file", zap.String("path", keyPath))
-	if err := writePEM(certPath, "CERTIFICATE", der, 0o644); err != nil {
-		return Info{}, err
-	}
-	lg.Info("created cert file", zap.String("path", certPath))
-	return info, nil
+	return certDER, keyDER, nil
 }
 
 // writePEM writes one PEM block to path through a temporary file.
