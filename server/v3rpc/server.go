@@ -109,9 +109,17 @@ const (
 // the "grpc.health.v1" health service (reporting SERVING) registered. The
 // caller serves it (see server/httpapi.Serve) and stops it.
 func NewServer(s Server, cfg Config) *grpc.Server {
-	lg := cfg.Logger
-	if lg == nil {
-		lg = zap.NewNop()
+	cfg = cfg.withDefaults()
+	gs := grpc.NewServer(append(baseOptions(cfg), memberOptions(s, cfg)...)...)
+	registerServices(gs, s, cfg)
+	metrics.InitGRPCServer(gs)
+	return gs
+}
+
+// withDefaults fills what the caller left zero with etcd's defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
 	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -119,10 +127,15 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	if cfg.MaxTxnOps == 0 {
 		cfg.MaxTxnOps = DefaultMaxTxnOps
 	}
-	warnUnary := cfg.WarningUnaryRequestDuration
-	if warnUnary <= 0 {
-		warnUnary = DefaultWarningUnaryRequestDuration
+	if cfg.WarningUnaryRequestDuration <= 0 {
+		cfg.WarningUnaryRequestDuration = DefaultWarningUnaryRequestDuration
 	}
+	return cfg
+}
+
+// baseOptions are the server options every member gets: transport limits,
+// keepalive policy and the metrics, logging and error interceptors.
+func baseOptions(cfg Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.Creds(connTLSCreds{}),
 		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
@@ -136,7 +149,7 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		// The metrics interceptors come first (outermost), so they count
 		// the status the client finally gets.
-		grpc.ChainUnaryInterceptor(metrics.UnaryServerInterceptor, statsInterceptor(lg, warnUnary), unaryErrorInterceptor),
+		grpc.ChainUnaryInterceptor(metrics.UnaryServerInterceptor, statsInterceptor(cfg.Logger, cfg.WarningUnaryRequestDuration), unaryErrorInterceptor),
 		grpc.ChainStreamInterceptor(metrics.StreamServerInterceptor, streamErrorInterceptor),
 	}
 	if cfg.KeepAliveMinTime > 0 {
@@ -145,6 +158,16 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 	if cfg.KeepAliveInterval > 0 && cfg.KeepAliveTimeout > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.KeepAliveInterval, Timeout: cfg.KeepAliveTimeout}))
 	}
+	if cfg.MaxConcurrentStreams > 0 {
+		opts = append(opts, grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams))
+	}
+	return opts
+}
+
+// memberOptions are the interceptors of what the member can tell: learner
+// refusals, require-leader, and auth.
+func memberOptions(s Server, cfg Config) []grpc.ServerOption {
+	var opts []grpc.ServerOption
 	if lc, ok := s.(LearnerChecker); ok {
 		opts = append(opts,
 			grpc.ChainUnaryInterceptor(learnerUnaryInterceptor(lc)),
@@ -160,14 +183,16 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 			grpc.ChainUnaryInterceptor(authUnaryInterceptor(ag)),
 			grpc.ChainStreamInterceptor(authStreamInterceptor(ag)))
 	}
-	if cfg.MaxConcurrentStreams > 0 {
-		opts = append(opts, grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams))
-	}
-	gs := grpc.NewServer(opts...)
+	return opts
+}
+
+// registerServices registers KV, Maintenance and health always, and the
+// services the member (or cfg) provides.
+func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
 	hs := health.NewServer()
-	hn := newHealthNotifier(hs, lg, cfg.StopGRPCServiceOnDefrag)
-	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, lg, hn))
+	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
+	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Logger, hn))
 	if ls, ok := s.(LeaseServer); ok {
 		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: ls})
 	}
@@ -175,14 +200,10 @@ func NewServer(s Server, cfg Config) *grpc.Server {
 		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
 	}
 	if ws, ok := s.(WatchServer); ok {
-		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, lg))
+		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, cfg.Logger))
 	}
-
 	if cfg.Auth != nil {
 		pb.RegisterAuthServer(gs, &authServer{s: s, as: cfg.Auth})
 	}
-
 	healthpb.RegisterHealthServer(gs, hs)
-	metrics.InitGRPCServer(gs)
-	return gs
 }
