@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/config"
-	_ "github.com/cairnkv/cairn/server/discovery" // v3 discovery (--discovery-token)
+	"github.com/cairnkv/cairn/server/discovery"
 	"github.com/cairnkv/cairn/server/embed"
-	_ "github.com/cairnkv/cairn/server/v3client" // Lock and Election services
+	"github.com/cairnkv/cairn/server/v3client"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Environ())) }
@@ -52,7 +52,10 @@ func run(args, environ []string) int {
 }
 
 func serve(cfg *config.Config, lg *zap.Logger) int {
-	m, err := embed.StartMember(cfg, lg)
+	m, err := embed.StartMemberWith(cfg, lg, embed.Extensions{
+		Discover:       discovery.Bootstrap, // --discovery-token
+		ClientServices: v3client.Install,    // Lock and Election
+	})
 	if err != nil {
 		lg.Error("failed to start member", zap.Error(err))
 		return 1

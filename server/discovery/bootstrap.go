@@ -6,11 +6,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/server/config"
-	"github.com/cairnkv/cairn/server/embed"
 	"github.com/cairnkv/cairn/server/membership"
 )
-
-func init() { embed.SetDiscoverer(Bootstrap) }
 
 // Enabled reports whether cfg bootstraps through v3 discovery
 // (--discovery-token and --discovery-endpoints are both set).

@@ -63,7 +63,7 @@ func waitReady(t *testing.T, m *embed.Member) {
 func startDiscoveryService(t *testing.T) (*client.Client, string) {
 	t.Helper()
 	cfg := memberConfig(t, "discovery")
-	m, err := embed.StartMember(cfg, zap.NewNop())
+	m, err := embed.StartMemberWith(cfg, zap.NewNop(), embed.Extensions{Discover: discovery.Bootstrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestEmbedBootstrapsThroughDiscovery(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			members[i], errs[i] = embed.StartMember(cfgs[i], zap.NewNop())
+			members[i], errs[i] = embed.StartMemberWith(cfgs[i], zap.NewNop(), embed.Extensions{Discover: discovery.Bootstrap})
 		}()
 	}
 	wg.Wait()
@@ -319,7 +319,7 @@ func TestEmbedBootstrapsThroughDiscovery(t *testing.T) {
 	}
 
 	// A fourth member with the same token is refused.
-	_, err = embed.StartMember(newCfg("m3"), zap.NewNop())
+	_, err = embed.StartMemberWith(newCfg("m3"), zap.NewNop(), embed.Extensions{Discover: discovery.Bootstrap})
 	if !errors.Is(err, discovery.ErrFullCluster) {
 		t.Fatalf("fourth member: err = %v, want %v", err, discovery.ErrFullCluster)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
 )
@@ -13,14 +14,6 @@ import (
 // connects to gs in memory. The returned function releases what the
 // services hold; it runs after gs has stopped.
 type ClientServices func(gs *grpc.Server, dial func(context.Context, string) (net.Conn, error)) (func(), error)
-
-var clientServices ClientServices
-
-// SetClientServices installs the services built on the client. embed
-// cannot import them, because client's tests start members with embed;
-// server/v3client installs itself when imported (cmd/cairn does). Without
-// it the Lock and Election services answer Unimplemented.
-func SetClientServices(cs ClientServices) { clientServices = cs }
 
 // selfConnBuffer is the size of each direction's buffer of the in-memory
 // connection between the services' client and the gRPC server.
@@ -37,8 +30,9 @@ type selfServices struct {
 // startClientServices registers the client services on gs and serves gs on
 // an in-memory listener for their client. It must run before gs serves
 // anything else: gRPC takes no registrations after that.
-func startClientServices(gs *grpc.Server) (*selfServices, error) {
+func startClientServices(gs *grpc.Server, clientServices ClientServices, lg *zap.Logger) (*selfServices, error) {
 	if clientServices == nil {
+		lg.Warn("this member serves no Lock and Election services (started without embed.Extensions.ClientServices)")
 		return nil, nil
 	}
 	lis := bufconn.Listen(selfConnBuffer)

@@ -37,15 +37,18 @@ type Member struct {
 }
 
 // Discoverer obtains the initial cluster ("name=url,...") of a member that
-// bootstraps through v3 discovery. server/discovery registers itself with
-// SetDiscoverer: embed cannot import it, because it is built on client/,
-// whose tests start members with embed.
+// bootstraps through v3 discovery (server/discovery.Bootstrap).
 type Discoverer func(ctx context.Context, lg *zap.Logger, cfg *config.Config) (string, error)
 
-var discover Discoverer
-
-// SetDiscoverer installs the v3 discovery implementation.
-func SetDiscoverer(d Discoverer) { discover = d }
+// Extensions are the parts of a member built on cairn's Go client, which
+// embed cannot import (client's tests start members with embed): v3
+// discovery and the Lock and Election services. cmd/cairn passes both; a
+// member started without them refuses --discovery-token and answers Lock
+// and Election with Unimplemented, and says so in its log.
+type Extensions struct {
+	Discover       Discoverer
+	ClientServices ClientServices
+}
 
 // usesV3Discovery reports whether --discovery-token and
 // --discovery-endpoints are both set.
@@ -53,9 +56,15 @@ func usesV3Discovery(cfg *config.Config) bool {
 	return cfg.DiscoveryCfg.Token != "" && len(cfg.DiscoveryCfg.Client.Endpoints) > 0
 }
 
-// StartMember opens the member and starts serving. It returns once the
-// listeners are bound; ReadyNotify says when requests are served.
+// StartMember opens a member without Extensions (as tests of the server
+// alone do) and starts serving; see StartMemberWith.
 func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
+	return StartMemberWith(cfg, lg, Extensions{})
+}
+
+// StartMemberWith opens the member with ext and starts serving. It returns
+// once the listeners are bound; ReadyNotify says when requests are served.
+func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Member, error) {
 	if cfg.DNSCluster != "" {
 		// --discovery-srv: the SRV records are the initial cluster, read
 		// at every start as etcd does.
@@ -74,10 +83,10 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 	// v3 discovery replaces --initial-cluster when bootstrapping a new
 	// cluster on an empty data dir; a restart trusts its WAL instead.
 	if usesV3Discovery(cfg) && cfg.IsNewCluster() && !ecfg.HasWAL() {
-		if discover == nil {
-			return nil, errors.New("v3 discovery is not linked into this binary (import server/discovery)")
+		if ext.Discover == nil {
+			return nil, errors.New("v3 discovery is not linked into this binary (embed.Extensions.Discover)")
 		}
-		cluster, err := discover(context.Background(), lg, cfg)
+		cluster, err := ext.Discover(context.Background(), lg, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +157,7 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
 		Auth:                        srv.AuthAdmin(),
 	})
-	if m.self, err = startClientServices(m.grpc); err != nil {
+	if m.self, err = startClientServices(m.grpc, ext.ClientServices, lg); err != nil {
 		m.grpc.Stop()
 		srv.Stop()
 		closeAll(clientLns)

@@ -60,7 +60,7 @@ func tryStartMember(t *testing.T) (*embed.Member, url.URL, error) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	cfg.InitialCluster = "m0=" + peerURL.String()
-	m, err := embed.StartMember(cfg, zap.NewNop())
+	m, err := embed.StartMemberWith(cfg, zap.NewNop(), embed.Extensions{ClientServices: Install})
 	return m, clientURL, err
 }
 

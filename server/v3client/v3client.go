@@ -22,12 +22,9 @@ import (
 	"github.com/cairnkv/cairn/api/v3electionpb"
 	"github.com/cairnkv/cairn/api/v3lockpb"
 	"github.com/cairnkv/cairn/client"
-	"github.com/cairnkv/cairn/server/embed"
 	"github.com/cairnkv/cairn/server/v3election"
 	"github.com/cairnkv/cairn/server/v3lock"
 )
-
-func init() { embed.SetClientServices(Install) }
 
 // selfEndpoint names the in-memory connection; the dialer ignores it.
 const selfEndpoint = "cairn-self:0"
