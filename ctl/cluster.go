@@ -490,58 +490,58 @@ func epHealthCmd(c *cmdCtx) error {
 }
 
 func epStatusCmd(c *cmdCtx) error {
-	eps, err := c.endpointList()
-	if err != nil {
-		return err
-	}
-	var ss []epStatus
-	bad := false
-	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
-		if err == nil {
-			ctx, cancel := c.ctx()
-			defer cancel()
-			var r *pb.StatusResponse
-			if r, err = cl.Status(ctx, ep); err == nil {
-				ss = append(ss, epStatus{Ep: ep, Resp: r})
-				return
-			}
-		}
-		fmt.Fprintf(c.stderr, "Failed to get the status of endpoint %s (%v)\n", ep, err)
-		bad = true
-	})
-	if err := c.p.epStatus(ss); err != nil {
-		return err
-	}
-	if bad {
-		return silent(exitError)
-	}
-	return nil
+	ss, ok, err := eachEndpoint(c, "Failed to get the status of endpoint %s (%v)\n",
+		func(ctx context.Context, ep string, cl *client.Client) (epStatus, error) {
+			r, err := cl.Status(ctx, ep)
+			return epStatus{Ep: ep, Resp: r}, err
+		})
+	return printEach(err, ok, func() error { return c.p.epStatus(ss) })
 }
 
 func epHashKVCmd(c *cmdCtx) error {
+	hs, ok, err := eachEndpoint(c, "Failed to get the hash of endpoint %s (%v)\n",
+		func(ctx context.Context, ep string, cl *client.Client) (epHashKV, error) {
+			r, err := cl.HashKV(ctx, ep, c.o.rev)
+			return epHashKV{Ep: ep, Resp: r}, err
+		})
+	return printEach(err, ok, func() error { return c.p.epHashKV(hs) })
+}
+
+// eachEndpoint asks every endpoint with ask and collects the answers; an
+// endpoint that fails is reported on stderr with failed (endpoint, error)
+// and makes ok false.
+func eachEndpoint[T any](c *cmdCtx, failed string, ask func(ctx context.Context, ep string, cl *client.Client) (T, error)) (out []T, ok bool, err error) {
 	eps, err := c.endpointList()
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	var hs []epHashKV
-	bad := false
+	ok = true
 	c.perEndpoint(eps, func(ep string, cl *client.Client, err error) {
 		if err == nil {
 			ctx, cancel := c.ctx()
 			defer cancel()
-			var r *pb.HashKVResponse
-			if r, err = cl.HashKV(ctx, ep, c.o.rev); err == nil {
-				hs = append(hs, epHashKV{Ep: ep, Resp: r})
+			var v T
+			if v, err = ask(ctx, ep, cl); err == nil {
+				out = append(out, v)
 				return
 			}
 		}
-		fmt.Fprintf(c.stderr, "Failed to get the hash of endpoint %s (%v)\n", ep, err)
-		bad = true
+		fmt.Fprintf(c.stderr, failed, ep, err)
+		ok = false
 	})
-	if err := c.p.epHashKV(hs); err != nil {
+	return out, ok, nil
+}
+
+// printEach prints what eachEndpoint collected, then fails quietly (the
+// failures are on stderr already) if any endpoint failed.
+func printEach(err error, ok bool, print func() error) error {
+	if err != nil {
 		return err
 	}
-	if bad {
+	if err := print(); err != nil {
+		return err
+	}
+	if !ok {
 		return silent(exitError)
 	}
 	return nil

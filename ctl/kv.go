@@ -241,18 +241,13 @@ func getCmd(c *cmdCtx) error {
 	if c.o.printValueOnly && c.p.format != "simple" {
 		return fail(exitBadArgs, "print-value-only is only for `--write-out=simple`")
 	}
-	cl, err := c.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Get(ctx, key, ops...)
-	if err != nil {
-		return err
-	}
-	return c.p.get(resp)
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		resp, err := cl.Get(ctx, key, ops...)
+		if err != nil {
+			return err
+		}
+		return c.p.get(resp)
+	})
 }
 
 func putFlags(fs *flag.FlagSet, o *opts) {
@@ -315,18 +310,13 @@ func putCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	cl, err := c.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Put(ctx, key, val, ops...)
-	if err != nil {
-		return err
-	}
-	return c.p.put(resp)
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		resp, err := cl.Put(ctx, key, val, ops...)
+		if err != nil {
+			return err
+		}
+		return c.p.put(resp)
+	})
 }
 
 func delFlags(fs *flag.FlagSet, o *opts) {
@@ -381,18 +371,13 @@ func delCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	cl, err := c.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Delete(ctx, key, ops...)
-	if err != nil {
-		return err
-	}
-	return c.p.del(resp)
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		resp, err := cl.Delete(ctx, key, ops...)
+		if err != nil {
+			return err
+		}
+		return c.p.del(resp)
+	})
 }
 
 func txnFlags(fs *flag.FlagSet, o *opts) {
@@ -425,18 +410,13 @@ func txnCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	cl, err := c.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := cl.Txn(ctx).If(cmps...).Then(thenOps...).Else(elseOps...).Commit()
-	if err != nil {
-		return err
-	}
-	return c.p.txn(resp)
+	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+		resp, err := cl.Txn(ctx).If(cmps...).Then(thenOps...).Else(elseOps...).Commit()
+		if err != nil {
+			return err
+		}
+		return c.p.txn(resp)
+	})
 }
 
 func readLines(r *bufio.Reader, each func(string) error) error {
