@@ -27,81 +27,44 @@ var (
 
 // Raft and proposals.
 var (
-	HasLeader = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "has_leader",
-		Help: "1 while this member knows of a leader, 0 while it does not.",
-	})
-	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "is_leader",
-		Help: "1 while this member is the leader, 0 otherwise.",
-	})
-	IsLearner = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "is_learner",
-		Help: "1 while this member is a learner, 0 otherwise.",
-	})
-	LeaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "leader_changes_seen_total",
-		Help: "How many times this member has seen a new leader.",
-	})
-	ProposalsCommitted = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "proposals_committed_total",
-		Help: "Raft index up to which entries are committed.",
-	})
-	ProposalsApplied = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "proposals_applied_total",
-		Help: "Raft index up to which entries are applied.",
-	})
-	ProposalsPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "proposals_pending",
-		Help: "Proposals made through this member still waiting for their result.",
-	})
-	ProposalsFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "proposals_failed_total",
-		Help: "Proposals made through this member that failed (timed out, dropped, refused).",
-	})
-	ReadIndexFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "read_indexes_failed_total",
-		Help: "Linearizable read barriers (ReadIndex) that failed.",
-	})
-	QuotaBackendBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "quota_backend_bytes",
-		Help: "Backend size, in bytes, at which the NOSPACE alarm is raised.",
-	})
-	serverID = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "id",
-		Help: "Constant 1, labelled with this member's ID in hex.",
-	}, []string{"server_id"})
-	serverVersion = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "version",
-		Help: "Constant 1, labelled with the etcd version this server reports.",
-	}, []string{"server_version"})
-	goVersion = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "server", Name: "go_version",
-		Help: "Constant 1, labelled with the Go version the server was built with.",
-	}, []string{"server_go_version"})
+	HasLeader = gauge("etcd", "server", "has_leader",
+		"1 while this member knows of a leader, 0 while it does not.")
+	IsLeader = gauge("etcd", "server", "is_leader",
+		"1 while this member is the leader, 0 otherwise.")
+	IsLearner = gauge("etcd", "server", "is_learner",
+		"1 while this member is a learner, 0 otherwise.")
+	LeaderChanges = counter("etcd", "server", "leader_changes_seen_total",
+		"How many times this member has seen a new leader.")
+	ProposalsCommitted = gauge("etcd", "server", "proposals_committed_total",
+		"Raft index up to which entries are committed.")
+	ProposalsApplied = gauge("etcd", "server", "proposals_applied_total",
+		"Raft index up to which entries are applied.")
+	ProposalsPending = gauge("etcd", "server", "proposals_pending",
+		"Proposals made through this member still waiting for their result.")
+	ProposalsFailed = counter("etcd", "server", "proposals_failed_total",
+		"Proposals made through this member that failed (timed out, dropped, refused).")
+	ReadIndexFailed = counter("etcd", "server", "read_indexes_failed_total",
+		"Linearizable read barriers (ReadIndex) that failed.")
+	QuotaBackendBytes = gauge("etcd", "server", "quota_backend_bytes",
+		"Backend size, in bytes, at which the NOSPACE alarm is raised.")
+	serverID = gaugeVec("etcd", "server", "id",
+		"Constant 1, labelled with this member's ID in hex.", "server_id")
+	serverVersion = gaugeVec("etcd", "server", "version",
+		"Constant 1, labelled with the etcd version this server reports.", "server_version")
+	goVersion = gaugeVec("etcd", "server", "go_version",
+		"Constant 1, labelled with the Go version the server was built with.", "server_go_version")
 )
 
 // Disk.
 var (
-	WALFsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "etcd", Subsystem: "disk", Name: "wal_fsync_duration_seconds",
-		Help:    "Time taken by each fdatasync of the WAL.",
-		Buckets: diskBuckets,
-	})
-	WALWriteBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "disk", Name: "wal_write_bytes_total",
-		Help: "Bytes written to the WAL so far.",
-	})
-	BackendCommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "etcd", Subsystem: "disk", Name: "backend_commit_duration_seconds",
-		Help:    "Time taken by each commit of the backend database.",
-		Buckets: diskBuckets,
-	})
-	BackendDefragSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "etcd", Subsystem: "disk", Name: "backend_defrag_duration_seconds",
-		Help:    "Time taken by each defragmentation of the backend database.",
-		Buckets: prometheus.ExponentialBuckets(0.1, 2, 13),
-	})
+	WALFsyncSeconds = histogram("etcd", "disk", "wal_fsync_duration_seconds",
+		"Time taken by each fdatasync of the WAL.", diskBuckets)
+	WALWriteBytes = gauge("etcd", "disk", "wal_write_bytes_total",
+		"Bytes written to the WAL so far.")
+	BackendCommitSeconds = histogram("etcd", "disk", "backend_commit_duration_seconds",
+		"Time taken by each commit of the backend database.", diskBuckets)
+	BackendDefragSeconds = histogram("etcd", "disk", "backend_defrag_duration_seconds",
+		"Time taken by each defragmentation of the backend database.", prometheus.ExponentialBuckets(0.1, 2, 13))
 )
 
 // Source reports store figures that are read only when scraped. The member
@@ -178,22 +141,14 @@ var (
 
 // MVCC operation counters (counted when a request is applied or served).
 var (
-	MVCCPut = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "put_total",
-		Help: "Puts applied by this member.",
-	})
-	MVCCDelete = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "delete_total",
-		Help: "Delete-range operations applied by this member.",
-	})
-	MVCCRange = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "range_total",
-		Help: "Range requests served by this member.",
-	})
-	MVCCTxn = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "txn_total",
-		Help: "Transactions applied by this member.",
-	})
+	MVCCPut = counter("etcd", "mvcc", "put_total",
+		"Puts applied by this member.")
+	MVCCDelete = counter("etcd", "mvcc", "delete_total",
+		"Delete-range operations applied by this member.")
+	MVCCRange = counter("etcd", "mvcc", "range_total",
+		"Range requests served by this member.")
+	MVCCTxn = counter("etcd", "mvcc", "txn_total",
+		"Transactions applied by this member.")
 )
 
 func init() {
@@ -251,4 +206,32 @@ func SetLearner(learner bool) {
 	} else {
 		IsLearner.Set(0)
 	}
+}
+
+// The constructors below declare a family in one line: namespace,
+// subsystem and name (etcd's, which dashboards and alerts match), help,
+// then buckets for histograms and label names for vectors.
+
+func counter(ns, sub, name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+}
+
+func counterVec(ns, sub, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+}
+
+func gauge(ns, sub, name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+}
+
+func gaugeVec(ns, sub, name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+}
+
+func histogram(ns, sub, name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets})
+}
+
+func histogramVec(ns, sub, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets}, labels)
 }
