@@ -380,6 +380,7 @@ async function keysSubmit(ev) {
   ev.preventDefault();
   keysState.prefix = enc.encode($('keys-prefix').value);
   keysState.start = null; keysState.pageStarts = [];
+  fill($('keys-table').tBodies[0], [h('tr', {}, h('td', { colspan: 3, class: 'hint' }, 'loading…'))]);
   try { await listKeys(); } catch (err) { fill($('keys-table').tBodies[0], [h('tr', {}, h('td', { colspan: 3, class: 'error' }, err.message))]); $('keys-count').textContent = ''; }
 }
 
