@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/grpc/status"
 )
 
 // learnerReadyPercent is MemberPromote's rule: a learner may be promoted
@@ -224,7 +225,7 @@ func describeStatusError(err error) string {
 	if err == errNoDialableURL {
 		return err.Error()
 	}
-	return "unreachable: " + err.Error()
+	return "unreachable: " + status.Convert(err).Message()
 }
 
 // firstDialable picks the first client URL the dashboard can dial.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -299,6 +300,14 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	p.view("leases")
 	p.waitFor(`document.querySelector("#leases-table").innerText.includes("/demo/session")`, "the lease and its key")
 	p.screenshot("leases")
+	id, err := strconv.ParseUint(lease, 16, 64) // cairnctl prints hex, the gateway decimal
+	must(t, err)
+	p.click(`#leases-table tr.lease[data-id="` + strconv.FormatUint(id, 10) + `"] button`)
+	p.confirm("/demo/session")
+	p.waitFor(`!document.querySelector("#leases-table").innerText.includes("/demo/session")`, "the lease revoked")
+	if out := cairnctl(t, ep, "get", "/demo/session"); out != "" {
+		t.Errorf("after revoking its lease, /demo/session is still there: %q", out)
+	}
 
 	// A killed member shows unreachable, then comes back. The page is
 	// served by a member that stays up.
@@ -311,7 +320,12 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	c.members[victim].restart()
 	p.waitFor(row+` && `+row+`.querySelector(".health").innerText === "healthy"`, "the member back and healthy")
 
-	// Graphs and maintenance, for the screenshots and their basics.
+	// Graphs and maintenance, for the screenshots and their basics. A few
+	// seconds of writes give the graphs something to show.
+	for i := range 60 {
+		mustPut(t, c.clients[lead], fmt.Sprintf("/load/%d", i%10), strings.Repeat("x", 100))
+		time.Sleep(50 * time.Millisecond)
+	}
 	p.view("graphs")
 	p.waitFor(`document.querySelectorAll("#charts canvas").length === 9 && document.querySelector("#charts .now").innerText !== "–"`, "the charts with data")
 	p.screenshot("graphs")

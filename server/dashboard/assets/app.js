@@ -233,8 +233,8 @@ function progressCell(m, cl) {
     const p = m.progress;
     parts.push(h('div', {}, `match ${p.match} · next ${p.next}`));
     parts.push(h('div', {}, `${p.state.replace('State', '').toLowerCase()} · inflight ${p.inflight}` + (p.recentActive ? '' : ' · inactive') + (p.paused ? ' · paused' : '')));
-  } else if (!cl.fromLeader) {
-    parts.push(h('span', { class: 'hint' }, 'open the leader\'s dashboard'));
+  } else {
+    parts.push(h('span', { class: 'hint' }, '–'));
   }
   if (m.catchUp) {
     const c = m.catchUp, bar = h('div', { class: 'bar', title: `promotable at ${c.threshold}%` }, h('span'), h('i'));
@@ -251,7 +251,7 @@ function memberRow(m, cl) {
     h('td', {}, h('strong', {}, m.name || '(unstarted)'), m.self ? h('span', { class: 'hint' }, ' (this member)') : null),
     h('td', { class: 'mono' }, m.idHex),
     h('td', {}, role),
-    h('td', {}, healthBadge(m), m.error ? h('div', { class: 'hint' }, m.error) : null),
+    h('td', { class: 'health-cell' }, healthBadge(m), m.error ? h('div', { class: 'hint', title: m.error }, m.error) : null),
     h('td', {}, m.reachable ? String(m.term) : '–'),
     h('td', {}, m.reachable ? String(m.index) : '–'),
     h('td', {}, m.reachable ? `${m.appliedIndex} (${m.applyLag})` : '–'),
@@ -304,6 +304,13 @@ function setupCharts() {
   }));
 }
 
+// spanLabel names how far back the x axis reaches.
+function spanLabel(ms) {
+  return ms >= 60000 ? '-' + Math.round(ms / 60000) + ' min' : '-' + Math.round(ms / 1000) + ' s';
+}
+
+// drawChart draws one metric: the x axis reaches back to the oldest point
+// (at least a minute, at most ten), the y axis from 0 to the largest value.
 function drawChart(c, points) {
   const cv = c.canvas, dpr = window.devicePixelRatio || 1;
   const wCss = cv.clientWidth || 330, hCss = cv.clientHeight || 110;
@@ -311,27 +318,32 @@ function drawChart(c, points) {
   const g = cv.getContext('2d');
   g.scale(dpr, dpr);
   g.clearRect(0, 0, wCss, hCss);
-  const left = 44, bottom = hCss - 16, top = 6, right = wCss - 4;
+  const left = 52, bottom = hCss - 16, top = 8, right = wCss - 6;
   const vals = points.map(p => num(p[c.key]));
   let max = Math.max(...vals, 0);
   if (max === 0) max = 1;
   g.strokeStyle = '#e3e7ee'; g.fillStyle = '#6b7585'; g.font = '10px system-ui, sans-serif'; g.lineWidth = 1;
-  for (let i = 0; i <= 2; i++) {
-    const y = top + (bottom - top) * i / 2;
+  for (const [frac, label] of [[0, c.fmt(max)], [1, c.fmt(0)]]) {
+    const y = top + (bottom - top) * frac;
     g.beginPath(); g.moveTo(left, y); g.lineTo(right, y); g.stroke();
-    g.fillText(c.fmt(max * (2 - i) / 2), 2, y + 3);
+    g.fillText(label, 2, y + 3);
   }
-  const now = Date.now(), span = 10 * 60 * 1000;
-  g.fillText('-10 min', left, hCss - 3);
+  const now = Date.now();
+  const span = points.length ? Math.min(10 * 60000, Math.max(60000, now - points[0].t)) : 10 * 60000;
+  g.fillText(spanLabel(span), left, hCss - 3);
   g.fillText('now', right - 18, hCss - 3);
-  if (points.length === 0) { g.fillText('collecting…', left + 8, top + 20); return; }
+  if (points.length === 0) { g.fillText('collecting…', left + 8, top + 30); return; }
   const x = t => left + (right - left) * (1 - Math.min(span, Math.max(0, now - t)) / span);
   const y = v => bottom - (bottom - top) * v / max;
-  g.strokeStyle = '#2f6fde'; g.lineWidth = 1.5; g.beginPath();
+  g.beginPath();
   points.forEach((p, i) => { const px = x(p.t), py = y(num(p[c.key])); i ? g.lineTo(px, py) : g.moveTo(px, py); });
-  g.stroke();
+  g.strokeStyle = '#2f6fde'; g.lineWidth = 1.5; g.stroke();
   g.lineTo(x(points[points.length - 1].t), bottom); g.lineTo(x(points[0].t), bottom); g.closePath();
-  g.fillStyle = 'rgba(47,111,222,.10)'; g.fill();
+  g.fillStyle = 'rgba(47,111,222,.12)'; g.fill();
+  if (points.length < 40) {
+    g.fillStyle = '#2f6fde';
+    for (const p of points) { g.beginPath(); g.arc(x(p.t), y(num(p[c.key])), 2, 0, 2 * Math.PI); g.fill(); }
+  }
 }
 
 views.graphs = {
