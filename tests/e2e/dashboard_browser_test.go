@@ -17,8 +17,8 @@ import (
 
 // The dashboard's browser tests drive Debian's headless Chromium through
 // the DevTools protocol (chromedp) against real members started with
-// --experimental-dashboard. They skip when no Chromium is installed
-// (.ci/run installs it). Each view's screenshot is saved in
+// --experimental-dashboard. They skip when no Chromium is installed,
+// unless CAIRN_REQUIRE_CHROMIUM=1 (.ci/run installs it and sets that). Each view's screenshot is saved in
 // $CAIRN_ARTIFACTS/dashboard when that is set, in docs/images/dashboard
 // with UPDATE_SCREENSHOTS=1, and in the test's temporary directory
 // otherwise; the test logs where.
@@ -35,6 +35,9 @@ func chromiumPath(t *testing.T) string {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if os.Getenv("CAIRN_REQUIRE_CHROMIUM") == "1" { // .ci/run installed it
+		t.Fatal("no chromium on PATH, and CAIRN_REQUIRE_CHROMIUM=1")
 	}
 	t.Skip("no chromium on PATH (apt-get install -y chromium); skipping the dashboard's browser tests")
 	return ""
