@@ -343,3 +343,42 @@ func token(t *testing.T, ctx context.Context, conn *grpc.ClientConn, user, passw
 	}
 	return resp.Token
 }
+
+// TestAccessControl checks that the dashboard sits behind the gateway's
+// --host-whitelist and --cors rules.
+func TestAccessControl(t *testing.T) {
+	tm := startCluster(t, 1, func(c *config.Config) {
+		c.HostWhitelist = []string{"cairn.example"}
+		c.CORS = []string{"https://ops.example"}
+	})[0]
+	tests := []struct {
+		name, host, origin string
+		status             int
+		allowOrigin        string
+	}{
+		{"whitelisted host", "cairn.example", "", http.StatusOK, ""},
+		{"other host", "evil.example", "", http.StatusMisdirectedRequest, ""},
+		{"allowed origin", "cairn.example", "https://ops.example", http.StatusOK, "https://ops.example"},
+		{"other origin", "cairn.example", "https://evil.example", http.StatusOK, ""},
+	}
+	for _, tt := range tests {
+		for _, path := range []string{"/ui/", "/ui/api/cluster"} {
+			req, err := http.NewRequest(http.MethodGet, tm.clientURL+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = tt.host
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get("Access-Control-Allow-Origin") != tt.allowOrigin {
+				t.Errorf("%s, GET %s: %d with Access-Control-Allow-Origin %q, want %d and %q", tt.name, path, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), tt.status, tt.allowOrigin)
+			}
+		}
+	}
+}
