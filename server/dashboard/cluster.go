@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -33,9 +34,13 @@ type memberView struct {
 	Role       string   `json:"role"` // leader, follower, learner
 	Self       bool     `json:"self"`
 	Reachable  bool     `json:"reachable"`
-	Healthy    bool     `json:"healthy"`
-	Error      string   `json:"error,omitempty"`
-	Alarms     []string `json:"alarms"`
+	// TokenRefused: the member answered but refused the caller's token
+	// (one that has not applied the Authenticate yet, a JWT key that
+	// differs from this member's).
+	TokenRefused bool     `json:"tokenRefused"`
+	Healthy      bool     `json:"healthy"`
+	Error        string   `json:"error,omitempty"`
+	Alarms       []string `json:"alarms"`
 
 	Term         uint64 `json:"term,omitempty"`
 	Index        uint64 `json:"index,omitempty"`
@@ -165,6 +170,8 @@ func buildMember(m *pb.Member, st statusResult, local *pb.StatusResponse, rs raf
 	}
 	if st.err != nil {
 		v.Error = describeStatusError(st.err)
+		v.TokenRefused = refusedToken(st.err)
+		v.Reachable = v.TokenRefused // it answered
 	} else if s := st.resp; s != nil {
 		v.Reachable = true
 		v.Term, v.Index, v.AppliedIndex = s.RaftTerm, s.RaftIndex, s.RaftAppliedIndex
@@ -222,10 +229,22 @@ func catchUpOf(id uint64, v memberView, rs raft.Status, local *pb.StatusResponse
 
 // describeStatusError says why a member's status is missing.
 func describeStatusError(err error) string {
-	if err == errNoDialableURL {
+	switch {
+	case err == errNoDialableURL:
 		return err.Error()
+	case refusedToken(err):
+		return "it answered but refused the token: " + status.Convert(err).Message()
 	}
 	return "unreachable: " + status.Convert(err).Message()
+}
+
+// refusedToken reports an answer that rejects the caller's credentials.
+func refusedToken(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
+		return true
+	}
+	return false
 }
 
 // firstDialable picks the first client URL the dashboard can dial.

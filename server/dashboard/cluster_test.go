@@ -1,12 +1,15 @@
 package dashboard
 
 import (
+	"strings"
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestRoleOf(t *testing.T) {
@@ -56,6 +59,27 @@ func TestCatchUpOf(t *testing.T) {
 		}
 		if got == nil || got.Percent != tt.want || got.Ready != tt.ready || got.Threshold != 90 {
 			t.Errorf("%s: %+v, want %v%% ready=%v of 90", tt.name, got, tt.want, tt.ready)
+		}
+	}
+}
+
+func TestBuildMemberStatusErrors(t *testing.T) {
+	local := &pb.StatusResponse{Header: &pb.ResponseHeader{MemberId: 1}, Leader: 1}
+	m := &pb.Member{ID: 2, Name: "m2"}
+	tests := []struct {
+		name               string
+		err                error
+		reachable, refused bool
+		errorMentions      string
+	}{
+		{"down", status.Error(codes.Unavailable, "connection refused"), false, false, "unreachable: connection refused"},
+		{"token refused", status.Error(codes.Unauthenticated, "etcdserver: invalid auth token"), true, true, "refused the token"},
+		{"no dialable URL", errNoDialableURL, false, false, "no client URL"},
+	}
+	for _, tt := range tests {
+		v := buildMember(m, statusResult{err: tt.err}, local, raft.Status{}, nil)
+		if v.Reachable != tt.reachable || v.TokenRefused != tt.refused || v.Healthy || !strings.Contains(v.Error, tt.errorMentions) {
+			t.Errorf("%s: %+v, want reachable=%v refused=%v, unhealthy, error mentioning %q", tt.name, v, tt.reachable, tt.refused, tt.errorMentions)
 		}
 	}
 }

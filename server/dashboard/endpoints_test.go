@@ -24,6 +24,7 @@ type clusterAnswer struct {
 	Members    []struct {
 		ID, Name, Role, Error string
 		Self, Reachable       bool
+		TokenRefused          bool
 		Healthy               bool
 		Term, Index           uint64
 		DBSize                int64 `json:"dbSize"`
@@ -380,5 +381,34 @@ func TestAccessControl(t *testing.T) {
 				t.Errorf("%s, GET %s: %d with Access-Control-Allow-Origin %q, want %d and %q", tt.name, path, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), tt.status, tt.allowOrigin)
 			}
 		}
+	}
+}
+
+// TestClusterEndpointUnderAuth checks the cluster view under auth with
+// three members: the caller's token is passed on to the other members,
+// which accept it (simple tokens are assigned through raft), so every row
+// has its status; without a token there is no view at all.
+func TestClusterEndpointUnderAuth(t *testing.T) {
+	members := startCluster(t, 3, nil)
+	conn := grpcConn(t, members[0].clientURL)
+	ctx := context.Background()
+	enableAuth(t, ctx, conn)
+	tok := token(t, ctx, conn, "alice", "alicepw")
+	var view clusterAnswer
+	a := call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", tok)
+	if a.status != http.StatusOK {
+		t.Fatalf("cluster as alice: %d %s", a.status, a.body)
+	}
+	a.json(t, &view)
+	if len(view.Members) != 3 {
+		t.Fatalf("members = %+v, want 3", view.Members)
+	}
+	for _, m := range view.Members {
+		if !m.Reachable || m.TokenRefused || !m.Healthy || m.Term == 0 {
+			t.Errorf("row = %+v, want its status", m)
+		}
+	}
+	if a := call(t, http.MethodGet, members[1].clientURL+"/ui/api/cluster", ""); a.status == http.StatusOK {
+		t.Errorf("cluster without a token on another member: %d %s", a.status, a.body)
 	}
 }

@@ -19,9 +19,8 @@ var errNoDialableURL = errors.New("no client URL this member can dial")
 
 // remotes keeps one gRPC connection per other member, for their Status.
 // The caller's token travels with each call, so the other member applies
-// its own checks (a simple token is valid only on the member that issued
-// it: with --auth-token=simple the other members then answer with an
-// authentication error, shown in their row).
+// its own checks. Tokens are valid on every member (a simple token is
+// assigned through raft; a JWT is signed with the cluster's key).
 type remotes struct {
 	tls *tls.Config
 

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The dashboard's browser tests drive Debian's headless Chromium through
@@ -95,9 +98,10 @@ func screenshotDir(t *testing.T) string {
 
 // page is one browser tab on a member's dashboard.
 type page struct {
-	t     *testing.T
-	ctx   context.Context
-	shots string
+	t         *testing.T
+	ctx       context.Context
+	shots     string
+	downloads string // where the browser saves downloaded files
 }
 
 // openBrowser starts a fresh headless Chromium (its own profile, no
@@ -125,10 +129,16 @@ func openBrowser(t *testing.T, url string) *page {
 		cancelTab()
 		cancelAlloc()
 	})
-	p := &page{t: t, ctx: ctx, shots: screenshotDir(t)}
+	p := &page{t: t, ctx: ctx, shots: screenshotDir(t), downloads: t.TempDir()}
 	// The first action starts the browser, which lives as long as ctx:
 	// no timeout on it.
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	// Downloads go to the test's directory, not the user's home.
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: p.downloads,
+	}); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	p.waitFor(`document.readyState === "complete"`, "the page to load")
@@ -337,7 +347,39 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	p.click("#defrag-btn")
 	p.confirm("rewritten")
 	p.waitFor(`document.querySelector("#defrag-out").innerText.startsWith("done")`, "the defragmentation to finish")
+	p.click("#snapshot-btn")
+	p.confirm("whole database")
+	p.waitFor(`document.querySelector("#snapshot-out").innerText.startsWith("saved")`, "the snapshot download")
+	waitDownload(t, p.downloads, "cairn-snapshot-")
+	rev := currentRev(t, c.clients[lead])
+	p.setValue("#compact-rev", strconv.FormatInt(rev, 10))
+	p.click("#compact-btn")
+	p.confirm("cannot be undone")
+	p.waitFor(`document.querySelector("#compact-out").innerText.startsWith("compacted")`, "the compaction")
+	if _, err := c.clients[lead].Get(ctx(t), "/demo/config", clientv3.WithRev(rev-1)); !sameErr(err, rpctypes.ErrCompacted) {
+		t.Errorf("read below the compaction made in the browser: %v, want %v", err, rpctypes.ErrCompacted)
+	}
 	p.screenshot("maintenance")
+}
+
+// waitDownload waits until the browser has saved a file named prefix*
+// that holds a bbolt database (its meta page's magic 0xED0CDAED).
+func waitDownload(t *testing.T, dir, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(browserWait)
+	for {
+		matches, _ := filepath.Glob(filepath.Join(dir, prefix+"*.db"))
+		if len(matches) == 1 {
+			b, err := os.ReadFile(matches[0])
+			if err == nil && len(b) >= 4096 && strings.Contains(string(b[:4096]), "\xed\xda\x0c\xed") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no complete snapshot download in %s: %v", dir, matches)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitCtlGet polls cairnctl get until key has value.

@@ -222,6 +222,7 @@ function refreshActive() {
 let lastCluster = null;
 
 function healthBadge(m) {
+  if (m.tokenRefused) return h('span', { class: 'badge warn health' }, 'token refused');
   if (!m.reachable) return h('span', { class: 'badge bad health' }, 'unreachable');
   if (!m.healthy) return h('span', { class: 'badge warn health' }, 'unhealthy');
   return h('span', { class: 'badge ok health' }, 'healthy');
@@ -252,10 +253,10 @@ function memberRow(m, cl) {
     h('td', { class: 'mono' }, m.idHex),
     h('td', {}, role),
     h('td', { class: 'health-cell' }, healthBadge(m), m.error ? h('div', { class: 'hint', title: m.error }, m.error) : null),
-    h('td', {}, m.reachable ? String(m.term) : '–'),
-    h('td', {}, m.reachable ? String(m.index) : '–'),
-    h('td', {}, m.reachable ? `${m.appliedIndex} (${m.applyLag})` : '–'),
-    h('td', {}, m.reachable ? `${humanBytes(m.dbSize)} / ${humanBytes(m.dbSizeInUse)}` : '–'),
+    h('td', {}, m.term ? String(m.term) : '–'),
+    h('td', {}, m.index ? String(m.index) : '–'),
+    h('td', {}, m.index ? `${m.appliedIndex} (${m.applyLag})` : '–'),
+    h('td', {}, m.dbSize ? `${humanBytes(m.dbSize)} / ${humanBytes(m.dbSizeInUse)}` : '–'),
     h('td', {}, m.version || '–'),
     h('td', {}, m.alarms.length ? m.alarms.map(a => h('span', { class: 'badge bad' }, a)) : '–'),
     progressCell(m, cl),
