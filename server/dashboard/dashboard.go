@@ -107,6 +107,7 @@ func (d *Dashboard) routes() *http.ServeMux {
 	mux.HandleFunc(apiPath+"metrics", d.serveMetrics)
 	mux.HandleFunc(apiPath+"history", d.serveHistory)
 	mux.HandleFunc(apiPath+"snapshot", d.serveSnapshot)
+	mux.HandleFunc(apiPath+"move-leader", d.serveMoveLeader)
 	mux.HandleFunc(apiPath, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such dashboard endpoint")
 	})

@@ -412,3 +412,67 @@ func TestClusterEndpointUnderAuth(t *testing.T) {
 		t.Errorf("cluster without a token on another member: %d %s", a.status, a.body)
 	}
 }
+
+// TestMoveLeaderEndpoint moves the leadership from a follower's dashboard
+// (the call goes to the leader) and checks who may.
+func TestMoveLeaderEndpoint(t *testing.T) {
+	members := startCluster(t, 3, nil)
+	var view clusterAnswer
+	deadline := time.Now().Add(readyTimeout)
+	for view.Leader == "" || view.Leader == "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", "").json(t, &view)
+	}
+	var follower *testMember
+	var target string
+	for _, m := range view.Members {
+		if m.Role != "follower" {
+			continue
+		}
+		for _, tm := range members {
+			if tm.name == m.Name && follower == nil {
+				follower = tm
+			} else if tm.name == m.Name {
+				target = m.ID
+			}
+		}
+	}
+	// Ask the first follower's dashboard to hand over to the other one.
+	a := call(t, http.MethodPost, follower.clientURL+"/ui/api/move-leader?target="+target, "")
+	if a.status != http.StatusOK {
+		t.Fatalf("move-leader: %d %s", a.status, a.body)
+	}
+	call(t, http.MethodGet, follower.clientURL+"/ui/api/cluster", "").json(t, &view)
+	if view.Leader != target {
+		t.Errorf("leader after the move = %s, want %s", view.Leader, target)
+	}
+	for _, q := range []string{"", "?target=x", "?target=0"} {
+		if a := call(t, http.MethodPost, follower.clientURL+"/ui/api/move-leader"+q, ""); a.status != http.StatusBadRequest {
+			t.Errorf("move-leader%s: %d, want 400", q, a.status)
+		}
+	}
+	if a := call(t, http.MethodGet, follower.clientURL+"/ui/api/move-leader?target="+target, ""); a.status != http.StatusMethodNotAllowed {
+		t.Errorf("GET move-leader: %d, want 405", a.status)
+	}
+
+	// Under auth only root may; alice's token is refused by the leader.
+	conn := grpcConn(t, members[0].clientURL)
+	ctx := context.Background()
+	enableAuth(t, ctx, conn)
+	alice, root := token(t, ctx, conn, "alice", "alicepw"), token(t, ctx, conn, "root", "rootpw")
+	back := view.Members[0].ID
+	if back == target {
+		back = view.Members[1].ID
+	}
+	if a := call(t, http.MethodPost, follower.clientURL+"/ui/api/move-leader?target="+back, ""); a.status == http.StatusOK {
+		t.Errorf("move-leader without a token: %d %s", a.status, a.body)
+	}
+	if a := call(t, http.MethodPost, follower.clientURL+"/ui/api/move-leader?target="+back, alice); a.status != http.StatusForbidden || !bytes.Contains(a.body, []byte("permission denied")) {
+		t.Errorf("move-leader as alice: %d %s, want 403 permission denied", a.status, a.body)
+	}
+	if a := call(t, http.MethodPost, follower.clientURL+"/ui/api/move-leader?target="+back, root); a.status != http.StatusOK {
+		t.Errorf("move-leader as root: %d %s", a.status, a.body)
+	}
+}

@@ -73,6 +73,7 @@ func tryStartCluster(t *testing.T, n int, configure func(*config.Config)) ([]*te
 		cfg.Dir = t.TempDir()
 		cfg.TickMs, cfg.ElectionMs = 20, 200
 		cfg.Dashboard = true
+		cfg.BcryptCost = 4 // bcrypt's least: its default cost is slow under -race
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 		initial = append(initial, cfg.Name+"="+peerURL.String())

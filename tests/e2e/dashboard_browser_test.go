@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -269,6 +270,19 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	p.waitFor(`document.querySelectorAll("#key-history tbody tr").length === 2`, "two versions in the history")
 	p.screenshot("keys")
 
+	// Pagination: 25 keys read 20 at a time.
+	for i := range 25 {
+		mustPut(t, c.clients[lead], fmt.Sprintf("/page/%02d", i), "v")
+	}
+	p.run(chromedp.SetValue(chromedp.CSS("#keys-limit"), "20"))
+	p.setValue("#keys-prefix", "/page/")
+	p.click(`#keys-form button[type=submit]`)
+	p.waitFor(`document.querySelectorAll("#keys-table tr.key-row").length === 20 && !document.querySelector("#keys-next").disabled`, "the first page of 20")
+	p.click("#keys-next")
+	p.waitFor(`document.querySelectorAll("#keys-table tr.key-row").length === 5 && document.querySelector('#keys-table tr.key-row[data-key="/page/24"]') && document.querySelector("#keys-next").disabled`, "the last 5 keys on the second page")
+	p.click("#keys-prev")
+	p.waitFor(`document.querySelectorAll("#keys-table tr.key-row").length === 20 && document.querySelector('#keys-table tr.key-row[data-key="/page/00"]')`, "the first page again")
+
 	// Put from the browser, after its confirmation.
 	p.setValue("#put-key", "/demo/from-browser")
 	p.setValue("#put-value", "hello")
@@ -342,8 +356,40 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	p.view("graphs")
 	p.waitFor(`document.querySelectorAll("#charts canvas").length === 9 && document.querySelector("#charts .now").innerText !== "–"`, "the charts with data")
 	p.screenshot("graphs")
+	// An alarm shows in the cluster view and is disarmed in maintenance.
+	mt := pb.NewMaintenanceClient(c.clients[lead].ActiveConnection())
+	_, err = mt.Alarm(ctx(t), &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: c.ids[victim], Alarm: pb.AlarmType_NOSPACE})
+	must(t, err)
+	p.view("cluster")
+	p.waitFor(row+`.innerText.includes("NOSPACE")`, "the alarm in the cluster view")
 	p.view("maintenance")
+	p.waitFor(`document.querySelector("#alarms-table").innerText.includes("NOSPACE")`, "the alarm in the maintenance view")
+	p.click("#alarms-table button")
+	p.confirm("NOSPACE")
+	p.waitFor(`document.querySelector("#alarms-table").innerText.includes("no alarms")`, "the alarm disarmed")
+	alarms, err := c.clients[lead].AlarmList(ctx(t))
+	must(t, err)
+	if len(alarms.Alarms) != 0 {
+		t.Errorf("alarms after disarming in the browser: %v", alarms.Alarms)
+	}
+
+	// Move the leader from this member's page, whichever member leads.
 	p.waitFor(`document.querySelector("#move-target").options.length === 2 && document.querySelector("#compact-rev").value !== ""`, "the maintenance view")
+	target, err := evalJS[string](p, `document.querySelector("#move-target").value`)
+	must(t, err)
+	p.click("#move-btn")
+	p.confirm("leadership")
+	p.waitFor(`document.querySelector("#move-out").innerText.includes("leads now")`, "the leader moved")
+	// The page's member learns of the new leader from its heartbeats.
+	for deadline := time.Now().Add(clusterWait); ; time.Sleep(50 * time.Millisecond) {
+		st, err := c.status(lead, failTimeout)
+		if err == nil && strconv.FormatUint(st.Leader, 10) == target {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leader after moving it in the browser: %v (%v), want %s", st, err, target)
+		}
+	}
 	p.click("#defrag-btn")
 	p.confirm("rewritten")
 	p.waitFor(`document.querySelector("#defrag-out").innerText.startsWith("done")`, "the defragmentation to finish")
@@ -400,7 +446,7 @@ func waitCtlGet(t *testing.T, ep, key, value string) {
 
 func TestDashboardBrowserAuth(t *testing.T) {
 	chromiumPath(t)
-	m := startMember(t, memberOpts{args: []string{"--experimental-dashboard"}})
+	m := startMember(t, memberOpts{args: []string{"--experimental-dashboard", "--bcrypt-cost", "4"}})
 	ep := m.clientURL
 	for _, args := range [][]string{
 		{"put", "/team-a/service", "a1"}, {"put", "/team-a/replicas", "3"}, {"put", "/team-b/secret", "b1"},

@@ -737,11 +737,12 @@ async function moveLeader() {
   if (!sel.value) { showOK(out, 'no follower to move the leadership to'); return; }
   const name = sel.options[sel.selectedIndex].textContent;
   if (!await confirmAction('Move leader', `Hand the leadership over to ${name}. Writes pause for about one election round while it takes over.`, 'Move')) return;
-  try { await gw('maintenance/transfer-leadership', { targetID: sel.value }); showOK(out, `${name} leads now`); }
-  catch (err) {
-    const leader = lastCluster && lastCluster.members.find(m => m.role === 'leader');
-    showError(out, new Error(err.message + (leader && !leader.self && leader.clientURLs.length ? ` (only the leader can hand over: open ${leader.clientURLs[0]}/ui/)` : '')));
-  }
+  try {
+    const resp = await fetch('/ui/api/move-leader?target=' + encodeURIComponent(sel.value), { method: 'POST', headers: authHeaders() });
+    await parseAnswer(resp);
+    showOK(out, `${name} leads now`);
+    views.maintenance.refresh();
+  } catch (err) { showError(out, err); }
 }
 
 async function disarm(a) {
