@@ -364,6 +364,7 @@ func TestDashboardBrowserCluster(t *testing.T) {
 	p.waitFor(row+`.innerText.includes("NOSPACE")`, "the alarm in the cluster view")
 	p.view("maintenance")
 	p.waitFor(`document.querySelector("#alarms-table").innerText.includes("NOSPACE")`, "the alarm in the maintenance view")
+	p.screenshot("maintenance-alarm")
 	p.click("#alarms-table button")
 	p.confirm("NOSPACE")
 	p.waitFor(`document.querySelector("#alarms-table").innerText.includes("no alarms")`, "the alarm disarmed")
