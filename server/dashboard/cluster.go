@@ -89,25 +89,29 @@ func (d *Dashboard) serveCluster(w http.ResponseWriter, r *http.Request) {
 	if !allowMethods(w, r, http.MethodGet) {
 		return
 	}
-	ctx := callerContext(r)
-	cl := pb.NewClusterClient(d.cfg.Local)
-	mt := pb.NewMaintenanceClient(d.cfg.Local)
-	list, err := cl.MemberList(ctx, &pb.MemberListRequest{Linearizable: false})
+	view, err := d.cluster(callerContext(r))
 	if err != nil {
 		writeGRPCError(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+func (d *Dashboard) cluster(ctx context.Context) (*clusterView, error) {
+	mt := pb.NewMaintenanceClient(d.cfg.Local)
+	list, err := pb.NewClusterClient(d.cfg.Local).MemberList(ctx, &pb.MemberListRequest{})
+	if err != nil {
+		return nil, err
 	}
 	local, err := mt.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
-		writeGRPCError(w, err)
-		return
+		return nil, err
 	}
 	alarms, err := mt.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
 	if err != nil {
-		writeGRPCError(w, err)
-		return
+		return nil, err
 	}
-	view := clusterView{
+	view := &clusterView{
 		ClusterID: fmt.Sprint(local.Header.ClusterId),
 		MemberID:  fmt.Sprint(local.Header.MemberId),
 		Leader:    fmt.Sprint(local.Leader),
@@ -123,7 +127,7 @@ func (d *Dashboard) serveCluster(w http.ResponseWriter, r *http.Request) {
 	for _, m := range list.Members {
 		view.Members = append(view.Members, buildMember(m, statuses[m.ID], local, rs, alarms.Alarms))
 	}
-	writeJSON(w, http.StatusOK, view)
+	return view, nil
 }
 
 // statusResult is one member's Status answer or why there is none.
@@ -230,7 +234,7 @@ func catchUpOf(id uint64, v memberView, rs raft.Status, local *pb.StatusResponse
 // describeStatusError says why a member's status is missing.
 func describeStatusError(err error) string {
 	switch {
-	case err == errNoDialableURL:
+	case err == errNoDialableURL, err == errNotPublished:
 		return err.Error()
 	case refusedToken(err):
 		return "it answered but refused the token: " + status.Convert(err).Message()

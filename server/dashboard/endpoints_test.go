@@ -83,11 +83,12 @@ func TestAssets(t *testing.T) {
 func TestClusterEndpoint(t *testing.T) {
 	members := startCluster(t, 3, nil)
 	var view clusterAnswer
-	// Find the leader's view, which carries every member's progress.
+	// Wait until member 0 has a leader and has applied every member's
+	// publication of its client URLs (they are unknown until then).
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", "").json(t, &view)
-		if view.Leader != "0" || time.Now().After(deadline) {
+		if view.Leader != "0" && allReachable(view) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -145,6 +146,15 @@ func TestClusterEndpoint(t *testing.T) {
 			t.Errorf("stopped member = %+v, want unhealthy and unreachable", m)
 		}
 	}
+}
+
+func allReachable(v clusterAnswer) bool {
+	for _, m := range v.Members {
+		if !m.Reachable {
+			return false
+		}
+	}
+	return true
 }
 
 func TestHistoryEndpoint(t *testing.T) {
@@ -395,11 +405,16 @@ func TestClusterEndpointUnderAuth(t *testing.T) {
 	enableAuth(t, ctx, conn)
 	tok := token(t, ctx, conn, "alice", "alicepw")
 	var view clusterAnswer
-	a := call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", tok)
-	if a.status != http.StatusOK {
-		t.Fatalf("cluster as alice: %d %s", a.status, a.body)
+	for deadline := time.Now().Add(readyTimeout); ; time.Sleep(50 * time.Millisecond) {
+		a := call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", tok)
+		if a.status != http.StatusOK {
+			t.Fatalf("cluster as alice: %d %s", a.status, a.body)
+		}
+		a.json(t, &view)
+		if allReachable(view) || time.Now().After(deadline) {
+			break
+		}
 	}
-	a.json(t, &view)
 	if len(view.Members) != 3 {
 		t.Fatalf("members = %+v, want 3", view.Members)
 	}
@@ -419,9 +434,9 @@ func TestMoveLeaderEndpoint(t *testing.T) {
 	members := startCluster(t, 3, nil)
 	var view clusterAnswer
 	deadline := time.Now().Add(readyTimeout)
-	for view.Leader == "" || view.Leader == "0" {
+	for view.Leader == "" || view.Leader == "0" || !allReachable(view) {
 		if time.Now().After(deadline) {
-			t.Fatal("no leader")
+			t.Fatalf("no leader, or not every member published: %+v", view)
 		}
 		call(t, http.MethodGet, members[0].clientURL+"/ui/api/cluster", "").json(t, &view)
 	}

@@ -17,6 +17,10 @@ import (
 // (unix sockets, or https:// without client TLS settings).
 var errNoDialableURL = errors.New("no client URL this member can dial")
 
+// errNotPublished is a member that has not published its client URLs
+// (not started yet, or this member has not applied its publication).
+var errNotPublished = errors.New("no client URLs published yet")
+
 // remotes keeps one gRPC connection per other member, for their Status.
 // The caller's token travels with each call, so the other member applies
 // its own checks. Tokens are valid on every member (a simple token is
@@ -57,6 +61,9 @@ func (rs *remotes) conn(m *pb.Member) (*grpc.ClientConn, error) {
 		}
 		rc.conn.Close()
 		delete(rs.conns, m.ID)
+	}
+	if len(m.ClientURLs) == 0 {
+		return nil, errNotPublished
 	}
 	u, ok := firstDialable(m.ClientURLs, rs.tls != nil)
 	if !ok {
