@@ -210,6 +210,9 @@ type Config struct {
 	// TTLs (etcd: 5 minutes, not configurable).
 	LeaseCheckpointInterval time.Duration `json:"experimental-lease-checkpoint-interval"`
 
+	// cairn extension: the web dashboard under /ui/ (server/dashboard).
+	Dashboard bool `json:"experimental-dashboard"`
+
 	// Unsafe.
 	UnsafeNoFsync   bool `json:"unsafe-no-fsync"`
 	ForceNewCluster bool `json:"force-new-cluster"`

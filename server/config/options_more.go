@@ -141,6 +141,8 @@ var otherOptions = []option{
 		help: "cairn: while this member is a learner, serve linearizable reads and Watch, and never be promoted automatically."},
 	{name: "experimental-learner-standby-failover-after", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.StandbyFailoverAfter }),
 		help: "cairn: while leader, when a voter has been unreachable this long and no failure is left to spare, promote a caught-up learner and remove that voter (0 disables)."},
+	{name: "experimental-dashboard", section: secFeature, supported: true, field: boolean(func(c *Config) *bool { return &c.Dashboard }),
+		help: "cairn: serve the web dashboard under /ui/ on the client URLs (needs --enable-grpc-gateway)."},
 	{name: "experimental-lease-checkpoint-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.LeaseCheckpointInterval }),
 		help: "cairn: how often the leader checkpoints the remaining TTL of each lease longer than this (feature gate LeaseCheckpoint)."},
 

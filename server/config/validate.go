@@ -176,6 +176,9 @@ func (c *Config) validateMisc() error {
 	if c.FeatureEnabled("LeaseCheckpointPersist") && !c.FeatureEnabled("LeaseCheckpoint") {
 		return errors.New("enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint")
 	}
+	if c.Dashboard && !c.EnableGRPCGateway {
+		return errors.New("--experimental-dashboard needs --enable-grpc-gateway: the dashboard talks to the member through the gateway")
+	}
 	if c.CompactHashCheckTime <= 0 {
 		return fmt.Errorf("--compact-hash-check-time must be >0 (set to %v)", c.CompactHashCheckTime)
 	}

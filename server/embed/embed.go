@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/config"
+	"github.com/cairnkv/cairn/server/dashboard"
 	"github.com/cairnkv/cairn/server/etcdserver"
 	"github.com/cairnkv/cairn/server/httpapi"
 	"github.com/cairnkv/cairn/server/v3rpc"
@@ -29,7 +30,8 @@ type Member struct {
 	lg     *zap.Logger
 	grpc   *grpc.Server
 	gw     *httpapi.Gateway
-	self   *selfServices // Lock and Election, when installed
+	dash   *dashboard.Dashboard // --experimental-dashboard
+	self   *selfServices        // Lock and Election, when installed
 	client []*httpapi.Mux
 	peer   []*http.Server
 	extra  []*http.Server // --listen-client-http-urls and --listen-metrics-urls
@@ -177,6 +179,11 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 			return nil, err
 		}
 		handler = httpapi.WithGateway(m.gw, handler)
+		if cfg.Dashboard {
+			m.dash = dashboard.New(dashboard.Config{Local: m.gw.ClientConn(), Raft: srv, PeerTLS: sec.clientDial, Logger: lg})
+			handler = dashboard.With(m.dash, handler)
+			lg.Info("dashboard is enabled", zap.String("path", dashboard.Path))
+		}
 	}
 	if cfg.EnablePprof {
 		handler = withPprof(handler)
@@ -239,6 +246,9 @@ func (m *Member) Close() {
 	}
 	m.grpc.Stop()
 	m.self.close()
+	if m.dash != nil {
+		m.dash.Close()
+	}
 	if m.gw != nil {
 		m.gw.Close()
 	}

@@ -25,6 +25,7 @@ type transportSecurity struct {
 	client     *tls.Config // https:// and unixs:// client URLs; nil without certificates
 	peer       *tls.Config // https:// peer URLs; nil without certificates
 	peerClient *tls.Config // dialing https:// peer URLs; nil without peer TLS settings
+	clientDial *tls.Config // the dashboard dialing other members' https:// client URLs
 }
 
 // buildTLS resolves --auto-tls / --peer-auto-tls, checks the listen URLs
@@ -119,6 +120,11 @@ func buildTLS(cfg *config.Config, lg *zap.Logger) (*transportSecurity, error) {
 	if !peerInfo.Empty() || peerInfo.TrustedCAFile != "" {
 		if ts.peerClient, err = peerInfo.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
+	}
+	if cfg.Dashboard && (!clientInfo.Empty() || clientInfo.TrustedCAFile != "") {
+		if ts.clientDial, err = clientInfo.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("client TLS: %w", err)
 		}
 	}
 	return ts, nil

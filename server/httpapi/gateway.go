@@ -180,6 +180,10 @@ func withPath(r *http.Request, path string) *http.Request {
 	return r2
 }
 
+// ClientConn is the gateway's connection to the gRPC server, for other
+// handlers that call the member on a caller's behalf (the dashboard).
+func (g *Gateway) ClientConn() *grpc.ClientConn { return g.conn }
+
 // Close closes the client connection and the in-memory listener and waits
 // until the gRPC server no longer serves it. Calls in flight fail.
 func (g *Gateway) Close() error {
