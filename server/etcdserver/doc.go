@@ -38,4 +38,32 @@
 // a mismatch), and periodically while leading (--corrupt-check-time and the
 // compaction hash check, which raise a CORRUPT alarm through raft). Peers
 // answer on /members/hashkv, etcd's peer endpoint.
+//
+// Concerns with a type of their own. Server is the core that wires the
+// member and runs the loops above; the concerns around it own their state
+// behind a narrow interface to the member, so each can be tested with a fake
+// member instead of a running one:
+//
+//   - AuthAdmin (auth_admin.go) serves the Auth service over the auth store
+//     (authMember: propose, read barrier, password check);
+//   - versionKeeper (version_monitor.go, downgrade.go) owns the cluster and
+//     storage versions and the downgrade flag: the leader's monitors, the
+//     Downgrade RPC, their backend reads and apply-time writes
+//     (versionMember);
+//   - learnerSteward (learner_auto.go) promotes caught-up learners and
+//     fails over to standbys while its member leads (learnerMember);
+//   - corruptionChecker (corrupt.go) runs the three hash checks and their
+//     loops over a hashSource; hashKVHandler and hashFetcher
+//     (corrupt_peer.go) are the two ends of the peer hash endpoint.
+//
+// Locks. storeMu guards the identity of the stores (backend, mvcc store,
+// lessor, applier): the apply loop replaces them when it installs a
+// snapshot from the leader, holding storeMu for writing, and every other
+// goroutine that uses them holds it for reading (rlockStores, withStores).
+// applyMu is held while an entry is applied and while the backend commits,
+// so a commit never separates data from the consistent index that
+// describes it; snapshot creation takes it too. The order is applyMu before
+// storeMu, never the reverse. Neither is held across a raft round: a
+// proposal waits for its result with no lock held, so a slow disk delays
+// requests but cannot deadlock the apply loop against a handler.
 package etcdserver
