@@ -12,9 +12,9 @@
 //     channel only for those, so applying batch N overlaps persisting batch
 //     N+1 without the backend ever getting ahead of the local WAL.
 //  4. A leader sends its messages before persisting (raft allows the leader
-//     to append in parallel with its followers); a follower sends only the
-//     proposals and ReadIndex requests it forwards to the leader, which
-//     claim nothing about its log.
+//     to append in parallel with its followers); a follower sends all but
+//     its answers to appends and votes, which claim that what this Ready
+//     holds is on its disk (raft's own rule for asynchronous storage).
 //  5. Persist: a snapshot first (the .snap file and its WAL marker), then the
 //     HardState and entries to the WAL, fsynced when raft says MustSync; then
 //     make them visible to raft's MemoryStorage. A snapshot from the leader

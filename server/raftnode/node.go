@@ -505,8 +505,8 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 		failpoint.Inject("raftBeforeLeaderSend")
 		n.cfg.Transport.Send(rd.Messages)
 		afterPersist = nil
-	} else if forwards, acks := splitForwards(rd.Messages); len(forwards) > 0 {
-		n.cfg.Transport.Send(forwards)
+	} else if now, acks := splitByDurability(rd.Messages); len(now) > 0 {
+		n.cfg.Transport.Send(now)
 		afterPersist = acks
 	}
 	if err := n.persist(rd); err != nil {
@@ -523,22 +523,24 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	return false, nil
 }
 
-// splitForwards separates the requests a follower forwards to the leader
-// (proposals and ReadIndex) from the rest of its messages. A forward states
-// nothing about this member's log, so it need not wait for this Ready's
-// fsync: sent at once, a follower's proposal reaches the leader one fsync
-// earlier. Everything else (append and vote responses above all) may
-// acknowledge what this Ready persists and goes out only after it.
-func splitForwards(msgs []*raftpb.Message) (forwards, rest []*raftpb.Message) {
+// splitByDurability separates the messages a follower may send at once
+// from those that must wait for this Ready's fsync. Only answers that vote
+// on a log append or an election acknowledge local state (the entries, the
+// term and vote this Ready persists); raft itself holds exactly these back
+// when storage writes are asynchronous. Everything else states nothing
+// about this member's disk: sent at once, a forwarded proposal reaches the
+// leader, and a heartbeat answer confirms a ReadIndex round, one fsync
+// earlier.
+func splitByDurability(msgs []*raftpb.Message) (now, afterPersist []*raftpb.Message) {
 	for _, m := range msgs {
 		switch m.GetType() {
-		case raftpb.MsgProp, raftpb.MsgReadIndex:
-			forwards = append(forwards, m)
+		case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+			afterPersist = append(afterPersist, m)
 		default:
-			rest = append(rest, m)
+			now = append(now, m)
 		}
 	}
-	return forwards, rest
+	return now, afterPersist
 }
 
 // handOff gives committed work to the apply loop; false means stopping.

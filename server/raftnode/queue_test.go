@@ -132,7 +132,7 @@ func TestStepRefusesMessagesBeyondTheInboxLimit(t *testing.T) {
 	}
 }
 
-func TestSplitForwards(t *testing.T) {
+func TestSplitByDurability(t *testing.T) {
 	msg := func(typ raftpb.MessageType) *raftpb.Message { return &raftpb.Message{Type: typ.Enum()} }
 	types := func(ms []*raftpb.Message) []raftpb.MessageType {
 		var out []raftpb.MessageType
@@ -141,13 +141,13 @@ func TestSplitForwards(t *testing.T) {
 		}
 		return out
 	}
-	in := []*raftpb.Message{msg(raftpb.MsgAppResp), msg(raftpb.MsgProp), msg(raftpb.MsgVote),
-		msg(raftpb.MsgReadIndex), msg(raftpb.MsgHeartbeatResp), msg(raftpb.MsgProp)}
-	forwards, rest := splitForwards(in)
-	if got, want := types(forwards), []raftpb.MessageType{raftpb.MsgProp, raftpb.MsgReadIndex, raftpb.MsgProp}; !slices.Equal(got, want) {
-		t.Errorf("forwards %v, want %v", got, want)
+	in := []*raftpb.Message{msg(raftpb.MsgAppResp), msg(raftpb.MsgProp), msg(raftpb.MsgVoteResp),
+		msg(raftpb.MsgReadIndex), msg(raftpb.MsgHeartbeatResp), msg(raftpb.MsgPreVoteResp), msg(raftpb.MsgPreVote)}
+	now, after := splitByDurability(in)
+	if got, want := types(now), []raftpb.MessageType{raftpb.MsgProp, raftpb.MsgReadIndex, raftpb.MsgHeartbeatResp, raftpb.MsgPreVote}; !slices.Equal(got, want) {
+		t.Errorf("sent at once %v, want %v", got, want)
 	}
-	if got, want := types(rest), []raftpb.MessageType{raftpb.MsgAppResp, raftpb.MsgVote, raftpb.MsgHeartbeatResp}; !slices.Equal(got, want) {
-		t.Errorf("rest %v, want %v", got, want)
+	if got, want := types(after), []raftpb.MessageType{raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp}; !slices.Equal(got, want) {
+		t.Errorf("sent after persisting %v, want %v", got, want)
 	}
 }
