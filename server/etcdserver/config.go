@@ -136,14 +136,20 @@ type Config struct {
 	peerHTTP *http.Client // set by withDefaults (see newPeerHTTPClient)
 }
 
+// peerIdleConnsPerHost bounds the idle connections kept to each peer for
+// requests between members (lease forwarding above all).
+const peerIdleConnsPerHost = 1024
+
 // newPeerHTTPClient returns the client for one-off requests to other
 // members' peer URLs (the member list when joining, lease and promote
 // forwarding).
 func (c *Config) newPeerHTTPClient() *http.Client {
-	if c.PeerTLS == nil && c.PeerLocalAddr == "" {
-		return http.DefaultClient
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Every keepalive a follower receives is one request to the leader, so
+	// under load many are in flight at once. Go's default keeps only two
+	// idle connections per host: the rest were dialed for one request and
+	// closed after it. etcd's peer round tripper keeps up to 1024.
+	tr.MaxIdleConnsPerHost = peerIdleConnsPerHost
 	if c.PeerTLS != nil {
 		tr.TLSClientConfig = c.PeerTLS.Clone()
 	}

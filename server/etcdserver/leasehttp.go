@@ -80,12 +80,12 @@ func field1(b []byte) []byte {
 
 // postToLeader posts body to path on the leader's peer URLs.
 func (s *Server) postToLeader(ctx context.Context, path string, body []byte) ([]byte, error) {
-	leader := s.findMember(s.Leader())
-	if leader == nil {
+	urls := s.leaderURLs.get(s.Leader(), s.memberPeerURLs)
+	if len(urls) == 0 {
 		return nil, errs.ErrNoLeader
 	}
 	var lastErr error = errs.ErrNoLeader
-	for _, u := range leader.PeerURLs {
+	for _, u := range urls {
 		out, err := postProtobuf(ctx, s.cfg.peerHTTP, u+path, body)
 		if err == nil || errors.Is(err, errs.ErrLeaseNotFound) {
 			return out, err

@@ -55,6 +55,8 @@ type Server struct {
 	node         *raftnode.Node
 	transport    *peer.Transport
 
+	leaderURLs peerURLCache // where forwarded keepalives go
+
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
 	localReqs   *localRequests // proposed here, not yet applied

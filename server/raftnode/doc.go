@@ -12,13 +12,20 @@
 //     channel only for those, so applying batch N overlaps persisting batch
 //     N+1 without the backend ever getting ahead of the local WAL.
 //  4. A leader sends its messages before persisting (raft allows the leader
-//     to append in parallel with its followers); a follower sends only after.
+//     to append in parallel with its followers); a follower sends all but
+//     its answers to appends and votes, which claim that what this Ready
+//     holds is on its disk (raft's own rule for asynchronous storage).
 //  5. Persist: a snapshot first (the .snap file and its WAL marker), then the
 //     HardState and entries to the WAL, fsynced when raft says MustSync; then
 //     make them visible to raft's MemoryStorage. A snapshot from the leader
 //     is handed to the apply loop only now, once it is on disk.
-//  6. A follower sends its messages (acknowledging what is now durable).
+//  6. A follower sends the rest of its messages (acknowledging what is now
+//     durable).
 //  7. Advance.
+//
+// Messages from peers and local proposals are queued, not stepped one by
+// one: the loop steps everything queued before it looks for a Ready, so
+// whatever arrived during one fsync is handled by the next Ready together.
 //
 // Everything here is mechanism; what the entries mean is the apply step's
 // business (server/apply, wired by server/etcdserver). The package never

@@ -20,6 +20,14 @@ import (
 // ErrStopped is returned for work handed to a Node that has stopped.
 var ErrStopped = errors.New("raftnode: stopped")
 
+// ErrInboxFull is Step's answer when raft has not kept up with the messages
+// peers sent: the message is dropped, which raft tolerates (the sender
+// retries), rather than letting a stalled raft loop block peer readers.
+var ErrInboxFull = errors.New("raftnode: dropped message, receive queue is full")
+
+// inboxLimit bounds the messages received from peers and not yet stepped.
+const inboxLimit = 4096
+
 // Persister writes raft state to stable storage (the WAL and snap files).
 type Persister interface {
 	// Save appends entries and the hard state, fsyncing when needed.
@@ -89,18 +97,20 @@ func (p *proposal) expired(now time.Time) error {
 }
 
 // Node owns the raft state machine (a RawNode) and its Ready loop. Every
-// call into the RawNode happens on the loop's goroutine: proposals through
-// a batch queue (the hot path: one lock, no channel per proposal), anything
-// else as an operation run between Readys.
+// call into the RawNode happens on the loop's goroutine: proposals and
+// messages from peers through batch queues (the hot path: one lock, no
+// channel per item, and everything that arrived during one fsync is stepped
+// before the next Ready), anything else as an operation run between Readys.
 type Node struct {
 	cfg Config
 	lg  *zap.Logger
 	rn  *raft.RawNode
 
-	propMu     sync.Mutex
-	props      []proposal
-	propNotify chan struct{}
-	opc        chan func(*raft.RawNode)
+	queueMu sync.Mutex
+	props   []proposal
+	inbox   []*raftpb.Message // from peers, in arrival order
+	wake    chan struct{}     // something was queued
+	opc     chan func(*raft.RawNode)
 
 	applyc     chan ToApply
 	readStatec chan raft.ReadState
@@ -130,7 +140,7 @@ func New(cfg Config) *Node {
 		lg:         cfg.Logger,
 		rn:         cfg.RawNode,
 		heartbeats: heartbeatWatch{interval: cfg.TickInterval}, // HeartbeatTick is 1
-		propNotify: make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
 		opc:        make(chan func(*raft.RawNode)),
 		applyc:     make(chan ToApply, 64),
 		readStatec: make(chan raft.ReadState, 1),
@@ -204,13 +214,10 @@ func (n *Node) LeaderChanged() <-chan struct{} {
 // zero) passes; a proposal that has expired so by the time it would be
 // stepped is dropped with ctx's error or context.DeadlineExceeded.
 func (n *Node) Propose(ctx context.Context, deadline time.Time, data []byte, onDrop func(error)) {
-	n.propMu.Lock()
+	n.queueMu.Lock()
 	n.props = append(n.props, proposal{ctx: ctx, deadline: deadline, data: data, onDrop: onDrop})
-	n.propMu.Unlock()
-	select {
-	case n.propNotify <- struct{}{}:
-	default:
-	}
+	n.queueMu.Unlock()
+	n.notify()
 	select {
 	case <-n.donec:
 		// The loop is gone and Stop may already have drained the queue.
@@ -246,13 +253,52 @@ func (n *Node) ApplyConfChange(cc raftpb.ConfChangeI) (*raftpb.ConfState, error)
 	return cs, err
 }
 
-// Step feeds a message received from a peer into raft.
+// Step queues a message received from a peer for raft and returns at once.
+// The loop steps every queued message before it looks for the next Ready,
+// so the messages that arrive while it fsyncs cost one Ready together, and
+// a peer's reader never waits for the loop. What raft itself refuses is
+// logged by the loop: a peer can do nothing about it.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
-	var err error
-	if doErr := n.do(ctx, func(rn *raft.RawNode) { err = rn.Step(m) }); doErr != nil {
-		return doErr
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return err
+	select {
+	case <-n.donec:
+		return ErrStopped
+	default:
+	}
+	n.queueMu.Lock()
+	full := len(n.inbox) >= inboxLimit
+	if !full {
+		n.inbox = append(n.inbox, m)
+	}
+	n.queueMu.Unlock()
+	if full {
+		return ErrInboxFull
+	}
+	n.notify()
+	return nil
+}
+
+func (n *Node) notify() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stepInbox steps every message received from peers, in arrival order.
+func (n *Node) stepInbox() {
+	n.queueMu.Lock()
+	msgs := n.inbox
+	n.inbox = nil
+	n.queueMu.Unlock()
+	for _, m := range msgs {
+		if err := n.rn.Step(m); err != nil {
+			n.lg.Debug("raft refused a message from a peer", zap.String("type", m.GetType().String()),
+				zap.String("from", strconv.FormatUint(m.GetFrom(), 16)), zap.Error(err))
+		}
+	}
 }
 
 // ReportUnreachable tells raft a peer could not be reached, so it probes
@@ -312,9 +358,9 @@ func (n *Node) run() {
 		select {
 		case <-ticker.C:
 			n.rn.Tick()
-			n.stepProposals() // held while there was no leader
-		case <-n.propNotify:
-			n.stepProposals()
+			n.stepQueued() // proposals are held while there is no leader
+		case <-n.wake:
+			n.stepQueued()
 		case op := <-n.opc:
 			op(n.rn)
 		case <-n.stopc:
@@ -333,9 +379,16 @@ func (n *Node) run() {
 	}
 }
 
+// stepQueued steps the peers' messages first: they may tell this member
+// who leads, which the proposals need.
+func (n *Node) stepQueued() {
+	n.stepInbox()
+	n.stepProposals()
+}
+
 func (n *Node) hasQueued() bool {
-	n.propMu.Lock()
-	defer n.propMu.Unlock()
+	n.queueMu.Lock()
+	defer n.queueMu.Unlock()
 	return len(n.props) > 0
 }
 
@@ -365,10 +418,10 @@ func (n *Node) stepProposals() {
 		n.dropExpired()
 		return
 	}
-	n.propMu.Lock()
+	n.queueMu.Lock()
 	queued := n.props
 	n.props = nil
-	n.propMu.Unlock()
+	n.queueMu.Unlock()
 	batch := queued[:0]
 	now := time.Now()
 	for _, p := range queued {
@@ -395,7 +448,7 @@ func (n *Node) stepProposals() {
 
 // dropExpired drops the queued proposals whose callers gave up.
 func (n *Node) dropExpired() {
-	n.propMu.Lock()
+	n.queueMu.Lock()
 	var expired []proposal
 	kept := n.props[:0]
 	now := time.Now()
@@ -408,17 +461,17 @@ func (n *Node) dropExpired() {
 	}
 	clear(n.props[len(kept):])
 	n.props = kept
-	n.propMu.Unlock()
+	n.queueMu.Unlock()
 	for _, p := range expired {
 		p.onDrop(p.expired(now)) // once expired, a proposal stays so
 	}
 }
 
 func (n *Node) dropQueued(err error) {
-	n.propMu.Lock()
+	n.queueMu.Lock()
 	batch := n.props
 	n.props = nil
-	n.propMu.Unlock()
+	n.queueMu.Unlock()
 	for _, p := range batch {
 		p.onDrop(err)
 	}
@@ -447,22 +500,47 @@ func (n *Node) handleReady(rd raft.Ready) (stopped bool, err error) {
 	}
 	isLeader := n.Leader() == n.cfg.ID
 	n.heartbeats.observe(n.lg, isLeader, rd.Messages, time.Now())
+	afterPersist := rd.Messages
 	if isLeader {
 		failpoint.Inject("raftBeforeLeaderSend")
 		n.cfg.Transport.Send(rd.Messages)
+		afterPersist = nil
+	} else if now, acks := splitByDurability(rd.Messages); len(now) > 0 {
+		n.cfg.Transport.Send(now)
+		afterPersist = acks
 	}
 	if err := n.persist(rd); err != nil {
 		return false, err
 	}
 	close(persisted)
-	if !isLeader {
+	if len(afterPersist) > 0 {
 		failpoint.Inject("raftBeforeFollowerSend")
-		n.cfg.Transport.Send(rd.Messages)
+		n.cfg.Transport.Send(afterPersist)
 	}
 	if hasSnapshot && !n.handOff(rd, persisted) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// splitByDurability separates the messages a follower may send at once
+// from those that must wait for this Ready's fsync. Only answers that vote
+// on a log append or an election acknowledge local state (the entries, the
+// term and vote this Ready persists); raft itself holds exactly these back
+// when storage writes are asynchronous. Everything else states nothing
+// about this member's disk: sent at once, a forwarded proposal reaches the
+// leader, and a heartbeat answer confirms a ReadIndex round, one fsync
+// earlier.
+func splitByDurability(msgs []*raftpb.Message) (now, afterPersist []*raftpb.Message) {
+	for _, m := range msgs {
+		switch m.GetType() {
+		case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+			afterPersist = append(afterPersist, m)
+		default:
+			now = append(now, m)
+		}
+	}
+	return now, afterPersist
 }
 
 // handOff gives committed work to the apply loop; false means stopping.

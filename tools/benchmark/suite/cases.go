@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // benchCase is one run of the benchmark tool in the standard suite.
@@ -68,10 +69,12 @@ func (l *latency) percentile(p float64) float64 {
 	return 0
 }
 
-// row is one line of the summary.
+// row is one line of the summary: one case's report in one round. The CPU
+// figures are the whole case's, shared by the rows of a case that has two.
 type row struct {
 	Server    string  `json:"server"`
 	Members   int     `json:"members"`
+	Round     int     `json:"round"`
 	Case      string  `json:"case"`
 	Succeeded int64   `json:"succeeded"`
 	Failed    int64   `json:"failed"`
@@ -81,6 +84,18 @@ type row struct {
 	P90       float64 `json:"p90_seconds"`
 	P99       float64 `json:"p99_seconds"`
 	P999      float64 `json:"p99_9_seconds"`
+
+	ServerCPU  float64 `json:"server_cpu_seconds"`
+	OtherCores float64 `json:"other_processes_cores"`
+	Load1      float64 `json:"load_average_1m"`
+}
+
+// OpsPerCPU is the row's successful operations per server CPU-second.
+func (r row) OpsPerCPU() float64 {
+	if r.ServerCPU <= 0 {
+		return 0
+	}
+	return float64(r.Succeeded) / r.ServerCPU
 }
 
 type memory struct {
@@ -107,14 +122,30 @@ func runCase(ctx context.Context, bench string, c *cluster, bc benchCase, dir st
 	cmd.Stdout = out
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	before, err := sampleCPU("/proc", c.pidList())
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w\n%s%s", bc.name, err, stderr.String(), c.alive())
 	}
+	wall := time.Since(start).Seconds()
+	after, err := sampleCPU("/proc", c.pidList())
+	if err != nil {
+		return nil, nil, err
+	}
+	benchCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	raw, err := os.ReadFile(base + ".json")
 	if err != nil {
 		return nil, nil, err
 	}
-	return parseCase(raw, bc, r)
+	rows, mem, err := parseCase(raw, bc, r)
+	cost := between(before, after, wall, benchCPU)
+	for i := range rows {
+		rows[i].ServerCPU, rows[i].OtherCores, rows[i].Load1 = cost.ServerSeconds, cost.OtherCores, cost.Load1
+	}
+	return rows, mem, err
 }
 
 func parseCase(raw []byte, bc benchCase, r run) ([]row, []memory, error) {
@@ -139,7 +170,7 @@ func parseCase(raw []byte, bc benchCase, r run) ([]row, []memory, error) {
 			return nil, nil, fmt.Errorf("%s: %s: %w", bc.name, ref.key, err)
 		}
 		rows = append(rows, row{
-			Server: r.server, Members: r.members, Case: ref.label,
+			Server: r.server, Members: r.members, Round: r.round, Case: ref.label,
 			Succeeded: l.Succeeded, Failed: l.Failed + l.NotSent, PerSec: l.PerSec, Average: l.Average,
 			P50: l.percentile(50), P90: l.percentile(90), P99: l.percentile(99), P999: l.percentile(99.9),
 		})

@@ -157,6 +157,14 @@ func (c *cluster) endpoints() string {
 	return strings.Join(urls, ",")
 }
 
+func (c *cluster) pidList() []int {
+	pids := make([]int, len(c.members))
+	for i, m := range c.members {
+		pids[i] = m.cmd.Process.Pid
+	}
+	return pids
+}
+
 func (c *cluster) pids() string {
 	pids := make([]string, len(c.members))
 	for i, m := range c.members {

@@ -5,10 +5,17 @@
 // and a JSON summary (with every case's full text and JSON report) to the
 // output directory. With BENCH_ETCD=1 it also runs the suite against etcd
 // v3.7.3, built from the module proxy as the compatibility tests build it
-// (tests/compat/etcdtools), and puts the two servers side by side.
+// (tests/compat/etcdtools), and puts the two servers side by side;
+// BENCH_BASE=<binary> adds another cairn build (say, main's) as "base".
 //
-// The suite owns no measurement of its own: every number comes from the
-// benchmark tool's reports, and the servers' peak RSS from its --rss-pid.
+// The machine is usually shared, so one run says little: -rounds (or
+// BENCH_ROUNDS) repeats the whole suite, alternating the servers at each
+// cluster size (A B A B), and the report gives each ratio to etcd as the
+// median of the rounds' ratios with their range. Latencies and throughput
+// come from the benchmark tool's reports and peak RSS from its --rss-pid;
+// the suite itself reads /proc around each case for the servers' CPU time
+// (ops per server CPU-second moves less with the machine's load than ops/s
+// does), the load average, and the CPU that other processes took.
 package main
 
 import (
@@ -20,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -28,9 +36,15 @@ import (
 
 func main() {
 	outDir := flag.String("out", "bench-report", "directory for the report (replaced on every run)")
+	rounds := flag.Int("rounds", envInt("BENCH_ROUNDS", 1), "how many times to run the whole suite, servers alternating")
 	flag.Parse()
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	opts := options{outDir: *outDir, rounds: *rounds, withEtcd: os.Getenv("BENCH_ETCD") == "1", base: os.Getenv("BENCH_BASE")}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := runSuite(ctx, *outDir, os.Getenv("BENCH_ETCD") == "1")
+	err := runSuite(ctx, opts)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -38,52 +52,102 @@ func main() {
 	}
 }
 
-// run is one server at one cluster size.
+type options struct {
+	outDir   string
+	rounds   int
+	withEtcd bool
+	base     string // a second cairn binary to compare, "" for none
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// run is one server at one cluster size in one round.
 type run struct {
 	server  string
 	bin     string
 	members int
+	round   int
 }
+
+func (r run) label() string {
+	return fmt.Sprintf("%s, %d member%s", r.server, r.members, plural(r.members))
+}
+
+// server is a binary under test.
+type server struct{ name, bin string }
 
 // result is everything the summary needs.
 type result struct {
-	Started  time.Time          `json:"started"`
-	Duration float64            `json:"duration_seconds"`
-	Rows     []row              `json:"rows"`
-	Memory   map[string][]int64 `json:"peak_rss_bytes"` // "cairn, 3 members" -> per member
-	Runs     []string           `json:"runs"`
+	Started  time.Time   `json:"started"`
+	Duration float64     `json:"duration_seconds"`
+	Rounds   int         `json:"rounds"`
+	Servers  []string    `json:"servers"`
+	Rows     []row       `json:"rows"`
+	Memory   []memoryRow `json:"peak_rss"`
 }
 
-func runSuite(ctx context.Context, outDir string, withEtcd bool) error {
+// memoryRow is the servers' peak RSS over one run's whole suite.
+type memoryRow struct {
+	Server    string  `json:"server"`
+	Members   int     `json:"members"`
+	Round     int     `json:"round"`
+	PerMember []int64 `json:"per_member_bytes"`
+}
+
+func runSuite(ctx context.Context, opts options) error {
 	tmp, err := os.MkdirTemp("", "cairn-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.RemoveAll(outDir); err != nil {
+	if err := os.RemoveAll(opts.outDir); err != nil {
 		return err
 	}
-	runs, bench, err := build(tmp, withEtcd)
+	servers, bench, err := build(tmp, opts)
 	if err != nil {
 		return err
 	}
-	res := &result{Started: time.Now(), Memory: map[string][]int64{}}
-	for _, r := range runs {
-		if err := runOne(ctx, r, bench, tmp, outDir, res); err != nil {
+	res := &result{Started: time.Now(), Rounds: opts.rounds}
+	for _, s := range servers {
+		res.Servers = append(res.Servers, s.name)
+	}
+	for _, r := range schedule(servers, opts.rounds) {
+		if err := runOne(ctx, r, bench, tmp, opts.outDir, res); err != nil {
 			return err
 		}
 	}
 	res.Duration = time.Since(res.Started).Seconds()
-	if err := writeSummary(outDir, res, runs); err != nil {
+	if err := writeSummary(opts.outDir, res); err != nil {
 		return err
 	}
+	outDir := opts.outDir
 	fmt.Fprintf(os.Stderr, "bench: report in %s (%.0fs)\n", filepath.Join(outDir, "report.md"), res.Duration)
 	return nil
 }
 
+// schedule orders the runs: round by round, each cluster size in turn, the
+// servers one after the other at each size, so that a change in the
+// machine's load hits every server alike.
+func schedule(servers []server, rounds int) []run {
+	var runs []run
+	for round := 1; round <= rounds; round++ {
+		for _, members := range []int{1, 3} {
+			for _, s := range servers {
+				runs = append(runs, run{server: s.name, bin: s.bin, members: members, round: round})
+			}
+		}
+	}
+	return runs
+}
+
 // build compiles cairn and the benchmark tool into dir and, if asked,
-// fetches etcd; it returns the runs to make.
-func build(dir string, withEtcd bool) ([]run, string, error) {
+// fetches etcd; it returns the servers to run.
+func build(dir string, opts options) ([]server, string, error) {
 	cairn, bench := filepath.Join(dir, "cairn"), filepath.Join(dir, "benchmark")
 	for _, b := range [][2]string{{cairn, "./cmd/cairn"}, {bench, "./tools/benchmark"}} {
 		fmt.Fprintf(os.Stderr, "bench: building %s\n", b[1])
@@ -91,25 +155,30 @@ func build(dir string, withEtcd bool) ([]run, string, error) {
 			return nil, "", fmt.Errorf("go build %s: %w\n%s", b[1], err, out)
 		}
 	}
-	runs := []run{{"cairn", cairn, 1}, {"cairn", cairn, 3}}
-	if withEtcd {
+	servers := []server{{"cairn", cairn}}
+	if opts.base != "" {
+		if _, err := os.Stat(opts.base); err != nil {
+			return nil, "", fmt.Errorf("BENCH_BASE: %w", err)
+		}
+		servers = append(servers, server{"base", opts.base})
+	}
+	if opts.withEtcd {
 		fmt.Fprintf(os.Stderr, "bench: building etcd %s (cached after the first time)\n", etcdtools.Version)
 		etcd, err := etcdtools.Path("etcd")
 		if err != nil {
 			return nil, "", err
 		}
-		runs = append(runs, run{"etcd", etcd, 1}, run{"etcd", etcd, 3})
+		servers = append(servers, server{"etcd", etcd})
 	}
-	return runs, bench, nil
+	return servers, bench, nil
 }
 
 // runOne starts a fresh cluster for r, runs every case against it and
 // stops it again, so no run sees another's data.
 func runOne(ctx context.Context, r run, bench, tmp, outDir string, res *result) error {
-	label := fmt.Sprintf("%s, %d member%s", r.server, r.members, plural(r.members))
-	res.Runs = append(res.Runs, label)
-	dir := filepath.Join(tmp, fmt.Sprintf("%s-%d", r.server, r.members))
-	caseDir := filepath.Join(outDir, fmt.Sprintf("%s-%d", r.server, r.members))
+	label := fmt.Sprintf("%s, round %d", r.label(), r.round)
+	dir := filepath.Join(tmp, fmt.Sprintf("%s-%d-r%d", r.server, r.members, r.round))
+	caseDir := filepath.Join(outDir, fmt.Sprintf("%s-%d-r%d", r.server, r.members, r.round))
 	for _, d := range []string{dir, caseDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -135,9 +204,11 @@ func runOne(ctx context.Context, r run, bench, tmp, outDir string, res *result) 
 	if err := c.alive(); err != nil {
 		return errors.Join(fmt.Errorf("%s", label), err)
 	}
+	mem := memoryRow{Server: r.server, Members: r.members, Round: r.round}
 	for _, m := range peak {
-		res.Memory[label] = append(res.Memory[label], m.PeakRSSBytes)
+		mem.PerMember = append(mem.PerMember, m.PeakRSSBytes)
 	}
+	res.Memory = append(res.Memory, mem)
 	return nil
 }
 

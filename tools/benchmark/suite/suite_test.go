@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,25 +59,74 @@ func TestParseCase(t *testing.T) {
 	}
 }
 
-func TestMarkdownPutsServersSideBySide(t *testing.T) {
-	runs := []run{{server: "cairn", members: 1}, {server: "etcd", members: 1}}
+func TestMarkdownGivesRatiosWithTheirRangeAndEveryRound(t *testing.T) {
 	res := &result{
+		Rounds:  2,
+		Servers: []string{"cairn", "etcd"},
 		Rows: []row{
-			{Server: "cairn", Members: 1, Case: "put", PerSec: 100, P99: 0.01},
-			{Server: "etcd", Members: 1, Case: "put", PerSec: 200, P99: 0.02},
+			{Server: "cairn", Members: 1, Round: 1, Case: "put", Succeeded: 1000, PerSec: 100, P99: 0.01, ServerCPU: 2, Load1: 3, OtherCores: 0.5},
+			{Server: "etcd", Members: 1, Round: 1, Case: "put", Succeeded: 1000, PerSec: 200, P99: 0.02, ServerCPU: 4, Load1: 5, OtherCores: 0.25},
+			{Server: "cairn", Members: 1, Round: 2, Case: "put", Succeeded: 1000, PerSec: 300, P99: 0.01, ServerCPU: 1, Load1: 4, OtherCores: 0.5},
+			{Server: "etcd", Members: 1, Round: 2, Case: "put", Succeeded: 1000, PerSec: 200, P99: 0.01, ServerCPU: 4, Load1: 4, OtherCores: 0.5},
 		},
-		Runs:   []string{"cairn, 1 member", "etcd, 1 member"},
-		Memory: map[string][]int64{"cairn, 1 member": {3 << 20}},
+		Memory: []memoryRow{
+			{Server: "cairn", Members: 1, Round: 1, PerMember: []int64{3 << 20}},
+			{Server: "etcd", Members: 1, Round: 1, PerMember: []int64{6 << 20}},
+		},
 	}
-	md := markdown(res, runs)
+	md := markdown(res)
 	for _, want := range []string{
-		"| case | cairn ops/s | cairn p50 |",
-		"| etcd ops/s |",
-		"| put | 100 | 0.00 | 0.00 | 10.00 | 0.00 | 0 | 200 | 0.00 | 0.00 | 20.00 | 0.00 | 0 |",
-		"| cairn, 1 member | 3.0 |",
+		"| case | cairn ops/s | cairn ops/CPU-s | cairn p99 | load | other cores |",
+		// ops/s ratios 0.5 and 1.5; ops/CPU-s 2 and 4; p99 0.5 and 1.
+		"| put | 1.00 [0.50–1.50] | 3.00 [2.00–4.00] | 0.75 [0.50–1.00] | 4.00 [3.00–5.00] | 0.50 [0.25–0.50] |",
+		"| put | cairn | 2 | 300 | 1000 | 1.00 | 0.00 | 0.00 | 10.00 | 0.00 | 0 | 4.0 | 0.50 |",
+		"| cairn | 1 | 1 | 3.0 |",
+		"- cairn, 1 member: 0.50",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestScheduleAlternatesServersAtEachSize(t *testing.T) {
+	var got []string
+	for _, r := range schedule([]server{{"cairn", "c"}, {"etcd", "e"}}, 2) {
+		got = append(got, fmt.Sprintf("%s/%d/%d", r.server, r.members, r.round))
+	}
+	want := "cairn/1/1 etcd/1/1 cairn/3/1 etcd/3/1 cairn/1/2 etcd/1/2 cairn/3/2 etcd/3/2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("schedule %v, want %s", got, want)
+	}
+}
+
+func TestSampleCPUReadsProc(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// utime 150 and stime 50 ticks; the command name holds a space and a parenthesis.
+	write("42/stat", "42 (my (server) S 1 42 42 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 9 0 100 1000 50\n")
+	write("stat", "cpu  1000 10 300 5000 200 5 15 0 7 0\ncpu0 1 2 3 4 5 6 7 8\n")
+	write("loadavg", "3.25 2.00 1.00 2/300 4000\n")
+	s, err := sampleCPU(root, []int{42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.servers != 2 || s.machineBusy != 13.3 || s.load1 != 3.25 {
+		t.Errorf("sample %+v, want servers 2 s, machine busy 13.3 s, load 3.25", s)
+	}
+	if _, err := sampleCPU(root, []int{43}); err == nil {
+		t.Error("a missing process sampled")
+	}
+	cost := between(cpuSample{servers: 1, machineBusy: 10}, cpuSample{servers: 3, machineBusy: 16, load1: 2}, 2, 1)
+	if cost != (caseCPU{ServerSeconds: 2, OtherCores: 1.5, Load1: 2}) {
+		t.Errorf("between = %+v", cost)
 	}
 }
