@@ -47,6 +47,12 @@ type UnsafeReader interface {
 type UnsafeWriter interface {
 	UnsafeReader
 	UnsafePut(bucket, key, value []byte)
+	// UnsafeSeqPut is UnsafePut for a key greater than every key of bucket
+	// (the key bucket's revisions): bbolt then fills its pages to 90%
+	// instead of splitting them in half, as etcd does, so the file holds the
+	// same data in about half the pages. A key out of order is still stored
+	// correctly; it only makes later inserts into that page split it sooner.
+	UnsafeSeqPut(bucket, key, value []byte)
 	UnsafeDelete(bucket, key []byte)
 }
 
