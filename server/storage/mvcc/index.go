@@ -170,30 +170,6 @@ func (ti *treeIndex) Keep(rev int64) map[Revision]struct{} {
 	return keep
 }
 
-// restoreRecord replays one key-bucket entry, in revision order, while New
-// rebuilds the index. created and ver come from the stored KeyValue and seed
-// keys whose earlier revisions were compacted away.
-func (ti *treeIndex) restoreRecord(key []byte, rev Revision, tombstone bool, created, ver int64) error {
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
-	switch {
-	case ok && tombstone:
-		return ki.tombstone(rev)
-	case ok:
-		ki.put(rev)
-	case tombstone:
-		ki = newKeyIndex(bytes.Clone(key))
-		ki.restoreTombstone(rev)
-		ti.tree.ReplaceOrInsert(ki)
-	default:
-		ki = newKeyIndex(bytes.Clone(key))
-		ki.restore(Revision{Main: created}, rev, ver)
-		ti.tree.ReplaceOrInsert(ki)
-	}
-	return nil
-}
-
 // Since returns, per key in [key, end), the revisions with Main >= rev; for
 // watchers catching up from the backend.
 func (ti *treeIndex) Since(key, end []byte, rev int64) []Revision {

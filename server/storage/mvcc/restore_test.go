@@ -80,18 +80,19 @@ func TestReopenAfterCompactingAwayNewestRevisions(t *testing.T) {
 	}
 }
 
-func TestRestoreInChunks(t *testing.T) {
-	// More entries than one restore chunk.
+func TestRestoreManyBatchesPerShard(t *testing.T) {
+	// Every shard of the rebuild receives several batches.
+	n := restoreBatch*restoreShards()*3 + 10
 	s, b, path := newTestStore(t, testConfig)
 	txn := s.Write()
-	for i := range restoreChunk + 10 {
+	for i := range n {
 		txn.Put([]byte{byte(i >> 8), byte(i)}, nil, 0)
 	}
 	txn.End()
 	s.Put([]byte("last"), []byte("v"), 0)
 	s2, _ := reopen(t, s, b, path, testConfig)
 	res := mustRange(t, s2, "", "\x00", RangeOptions{Count: true})
-	if res.Count != restoreChunk+10+1 || s2.Rev() != 3 {
+	if res.Count != n+1 || s2.Rev() != 3 {
 		t.Fatalf("restored %d keys at rev %d", res.Count, s2.Rev())
 	}
 }
