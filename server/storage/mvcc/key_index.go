@@ -59,7 +59,9 @@ func (ki *keyIndex) put(rev Revision) {
 	}
 	g := ki.current()
 	if g.isEmpty() {
-		g.created = rev
+		// Only the main revision: it is all a stored KeyValue records
+		// (CreateRevision), so an index rebuilt from the backend agrees.
+		g.created = Revision{Main: rev.Main}
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++

@@ -133,7 +133,12 @@ type indexRebuild struct {
 // rebuildIndex replays the key bucket of tx into ti, which must be empty
 // and not shared yet.
 func rebuildIndex(lg *zap.Logger, tx backend.ReadTx, ti *treeIndex) (indexRebuild, error) {
-	shards := make([]*restoreShard, restoreShards())
+	return rebuildIndexShards(lg, tx, ti, restoreShards())
+}
+
+// rebuildIndexShards is rebuildIndex with n shards.
+func rebuildIndexShards(lg *zap.Logger, tx backend.ReadTx, ti *treeIndex, n int) (indexRebuild, error) {
+	shards := make([]*restoreShard, n)
 	var wg sync.WaitGroup
 	for i := range shards {
 		shards[i] = newRestoreShard(lg)
