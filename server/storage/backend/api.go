@@ -112,6 +112,10 @@ type Backend interface {
 	// Defrag rewrites the db into a compact new file online; readers and
 	// writers wait while it runs.
 	Defrag() error
+	// DropResidentPages takes the db file's pages out of the process's
+	// resident set after a full scan (they stay in the page cache); the
+	// member calls it once its start-up reads are done.
+	DropResidentPages()
 	// Path is the db file's path.
 	Path() string
 	Close() error
