@@ -106,7 +106,7 @@ func TestRestoreManyBatchesPerShard(t *testing.T) {
 func indexDump(ti *treeIndex) []string {
 	var out []string
 	ti.tree.Ascend(func(ki *keyIndex) bool {
-		line := fmt.Sprintf("%q mod=%v:", ki.key, ki.modified)
+		line := fmt.Sprintf("%q mod=%v:", ki.key, ki.modified())
 		for gi, g := range ki.generations {
 			tombstoneOnly := gi < len(ki.generations)-1 && len(g.revs) == 1
 			if tombstoneOnly || g.isEmpty() {
