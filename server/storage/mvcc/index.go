@@ -1,7 +1,6 @@
 package mvcc
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/google/btree"
@@ -15,7 +14,11 @@ type treeIndex struct {
 	tree *btree.BTreeG[*keyIndex]
 }
 
-func keyIndexLess(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 }
+func keyIndexLess(a, b *keyIndex) bool { return a.key < b.key }
+
+// probe is a keyIndex to look key up with. It views key's bytes without
+// copying, so it must not outlive the lookup.
+func probe(key []byte) *keyIndex { return &keyIndex{key: unsafeString(key)} }
 
 func newTreeIndex() *treeIndex {
 	return &treeIndex{tree: btree.NewG(32, keyIndexLess)}
@@ -43,13 +46,14 @@ func (r keyRange) single() bool { return r.end == nil && !r.unbounded }
 // The caller holds mu.
 func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 	if r.single() {
-		if ki, ok := ti.tree.Get(&keyIndex{key: r.key}); ok {
+		if ki, ok := ti.tree.Get(probe(r.key)); ok {
 			f(ki)
 		}
 		return
 	}
-	ti.tree.AscendGreaterOrEqual(&keyIndex{key: r.key}, func(ki *keyIndex) bool {
-		if !r.unbounded && bytes.Compare(ki.key, r.end) >= 0 {
+	end := unsafeString(r.end)
+	ti.tree.AscendGreaterOrEqual(probe(r.key), func(ki *keyIndex) bool {
+		if !r.unbounded && ki.key >= end {
 			return false
 		}
 		return f(ki)
@@ -61,7 +65,7 @@ func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 func (ti *treeIndex) Get(key []byte, atRev int64) (modified, created Revision, ver int64, err error) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.tree.Get(probe(key))
 	if !ok {
 		return Revision{}, Revision{}, 0, errRevisionNotFound
 	}
@@ -98,7 +102,7 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 	defer ti.mu.RUnlock()
 	ti.visit(newKeyRange(key, end), func(ki *keyIndex) bool {
 		if rev, _, _, err := ki.get(atRev); err == nil {
-			keys = append(keys, ki.key)
+			keys = append(keys, ki.keyBytes())
 			revs = append(revs, rev)
 		}
 		return true
@@ -111,9 +115,9 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 func (ti *treeIndex) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.tree.Get(probe(key))
 	if !ok {
-		ki = newKeyIndex(bytes.Clone(key))
+		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
 	ki.put(rev)
@@ -124,7 +128,7 @@ func (ti *treeIndex) Put(key []byte, rev Revision) {
 func (ti *treeIndex) Tombstone(key []byte, rev Revision) error {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.tree.Get(probe(key))
 	if !ok {
 		return errRevisionNotFound
 	}

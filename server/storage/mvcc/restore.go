@@ -1,11 +1,11 @@
 package mvcc
 
 import (
-	"bytes"
 	"fmt"
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -83,7 +83,7 @@ func (sh *restoreShard) run() {
 	for _, ki := range sh.byKey {
 		sh.ordered = append(sh.ordered, ki)
 	}
-	slices.SortFunc(sh.ordered, func(a, b *keyIndex) int { return bytes.Compare(a.key, b.key) })
+	slices.SortFunc(sh.ordered, func(a, b *keyIndex) int { return strings.Compare(a.key, b.key) })
 	sh.byKey = nil
 }
 
@@ -100,13 +100,13 @@ func (sh *restoreShard) replay(e *restoredEntry) {
 	case ok:
 		ki.put(e.rev)
 	default:
-		ki = newKeyIndex(bytes.Clone(e.key))
+		ki = newKeyIndex(e.key)
 		if e.tombstone {
 			ki.restoreTombstone(e.rev)
 		} else {
-			ki.restore(Revision{Main: e.created}, e.rev, e.ver)
+			ki.restore(e.created, e.rev, e.ver)
 		}
-		sh.byKey[unsafeString(ki.key)] = ki
+		sh.byKey[ki.key] = ki
 	}
 	if e.lease != 0 && !e.tombstone {
 		sh.leases[ki] = e.lease
@@ -115,8 +115,8 @@ func (sh *restoreShard) replay(e *restoredEntry) {
 	}
 }
 
-// unsafeString views b as a string without copying; b must never change,
-// which holds for a keyIndex's key.
+// unsafeString views b as a string without copying; b must not change while
+// the string is in use.
 func unsafeString(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -205,7 +205,7 @@ func mergeShards(ti *treeIndex, shards []*restoreShard) []LeasedKey {
 		best := -1
 		for i, sh := range shards {
 			if heads[i] < len(sh.ordered) &&
-				(best < 0 || bytes.Compare(sh.ordered[heads[i]].key, shards[best].ordered[heads[best]].key) < 0) {
+				(best < 0 || sh.ordered[heads[i]].key < shards[best].ordered[heads[best]].key) {
 				best = i
 			}
 		}
@@ -216,7 +216,7 @@ func mergeShards(ti *treeIndex, shards []*restoreShard) []LeasedKey {
 		heads[best]++
 		ti.tree.ReplaceOrInsert(ki)
 		if id, ok := shards[best].leases[ki]; ok {
-			leased = append(leased, LeasedKey{Key: ki.key, Lease: id})
+			leased = append(leased, LeasedKey{Key: ki.keyBytes(), Lease: id})
 		}
 	}
 }

@@ -107,8 +107,9 @@ func indexDump(ti *treeIndex) []string {
 	var out []string
 	ti.tree.Ascend(func(ki *keyIndex) bool {
 		line := fmt.Sprintf("%q mod=%v:", ki.key, ki.modified())
-		for gi, g := range ki.generations {
-			tombstoneOnly := gi < len(ki.generations)-1 && len(g.revs) == 1
+		gens := ki.allGenerations()
+		for gi, g := range gens {
+			tombstoneOnly := gi < len(gens)-1 && len(g.revs) == 1
 			if tombstoneOnly || g.isEmpty() {
 				line += fmt.Sprintf(" {%v}", g.revs)
 			} else {
