@@ -16,9 +16,31 @@ type treeIndex struct {
 
 func keyIndexLess(a, b *keyIndex) bool { return a.key < b.key }
 
-// probe is a keyIndex to look key up with. It views key's bytes without
-// copying, so it must not outlive the lookup.
-func probe(key []byte) *keyIndex { return &keyIndex{key: unsafeString(key)} }
+// probes recycles the keyIndex values that lookups compare with: passing one
+// to the tree's comparison function moves it to the heap, which would cost
+// an allocation per read and per write.
+var probes = sync.Pool{New: func() any { return new(keyIndex) }}
+
+// withProbe calls f with a keyIndex that views key's bytes without copying;
+// it must not be kept after f returns.
+func withProbe[T any](key []byte, f func(p *keyIndex) T) T {
+	p := probes.Get().(*keyIndex)
+	p.key = unsafeString(key)
+	defer func() {
+		p.key = ""
+		probes.Put(p)
+	}()
+	return f(p)
+}
+
+// find returns the keyIndex of key. The caller holds mu.
+func (ti *treeIndex) find(key []byte) (*keyIndex, bool) {
+	ki := withProbe(key, func(p *keyIndex) *keyIndex {
+		found, _ := ti.tree.Get(p)
+		return found
+	})
+	return ki, ki != nil
+}
 
 func newTreeIndex() *treeIndex {
 	return &treeIndex{tree: btree.NewG(32, keyIndexLess)}
@@ -46,13 +68,13 @@ func (r keyRange) single() bool { return r.end == nil && !r.unbounded }
 // The caller holds mu.
 func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 	if r.single() {
-		if ki, ok := ti.tree.Get(probe(r.key)); ok {
+		if ki, ok := ti.find(r.key); ok {
 			f(ki)
 		}
 		return
 	}
 	end := unsafeString(r.end)
-	ti.tree.AscendGreaterOrEqual(probe(r.key), func(ki *keyIndex) bool {
+	ti.tree.AscendGreaterOrEqual(&keyIndex{key: unsafeString(r.key)}, func(ki *keyIndex) bool {
 		if !r.unbounded && ki.key >= end {
 			return false
 		}
@@ -65,7 +87,7 @@ func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 func (ti *treeIndex) Get(key []byte, atRev int64) (modified, created Revision, ver int64, err error) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ki, ok := ti.tree.Get(probe(key))
+	ki, ok := ti.find(key)
 	if !ok {
 		return Revision{}, Revision{}, 0, errRevisionNotFound
 	}
@@ -115,7 +137,7 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 func (ti *treeIndex) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(probe(key))
+	ki, ok := ti.find(key)
 	if !ok {
 		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
@@ -128,7 +150,7 @@ func (ti *treeIndex) Put(key []byte, rev Revision) {
 func (ti *treeIndex) Tombstone(key []byte, rev Revision) error {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(probe(key))
+	ki, ok := ti.find(key)
 	if !ok {
 		return errRevisionNotFound
 	}
