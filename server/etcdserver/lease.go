@@ -46,10 +46,7 @@ func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, 
 	if err != nil {
 		return nil, err
 	}
-	if err := l.RecoverAttachments(context.Background(), kv); err != nil {
-		l.Stop()
-		return nil, err
-	}
+	l.RecoverAttachments(kv.TakeRestoredLeases())
 	return l, nil
 }
 

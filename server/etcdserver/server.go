@@ -204,6 +204,8 @@ func (s *Server) openBackendStores() error {
 		be.Close()
 		return err
 	}
+	// The scans above read the whole db; serving needs few of its pages.
+	be.DropResidentPages()
 	s.be, s.kv, s.lessor, s.applier = be, kv, lessor, applier
 	s.consistentIdx, s.consistentTerm = ci, term
 	return nil

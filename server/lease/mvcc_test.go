@@ -70,7 +70,7 @@ func TestRecoverAttachments(t *testing.T) {
 	e.mustGrant(t, 1, 10)
 	e.mustGrant(t, 2, 10)
 	want1 := []string{}
-	for i := range attachChunk + 5 { // more than one chunk
+	for i := range 3000 { // several batches of the index rebuild
 		k := "k" + strconv.Itoa(i)
 		s.Put([]byte(k), nil, 1)
 		want1 = append(want1, k)
@@ -79,25 +79,35 @@ func TestRecoverAttachments(t *testing.T) {
 	s.Put([]byte("x"), nil, 2)
 	s.Put([]byte("y"), nil, 2)
 	s.DeleteRange([]byte("y"), nil)
+	s.Put([]byte("moved"), nil, 1)
+	s.Put([]byte("moved"), nil, 2)   // the newest revision's lease counts
+	s.Put([]byte("dropped"), nil, 2) // re-put without a lease
+	s.Put([]byte("dropped"), nil, 0)
 	s.Put([]byte("orphan"), nil, 77) // its lease is gone: skipped
 	s.Put([]byte("free"), nil, 0)
+	s.Close()
 
-	// A fresh lessor on the same backend: leases without keys, as after a restart.
+	// A fresh store and lessor on the same backend, as after a restart.
+	s2 := mvcc.New(nil, be, mvcc.StoreConfig{})
+	defer s2.Close()
 	le, err := newLessor(Config{Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer le.Stop()
-	if err := le.RecoverAttachments(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	le.RecoverAttachments(s2.TakeRestoredLeases())
 	if got := le.Lookup(1).Keys(); !slices.Equal(got, want1) {
 		t.Errorf("lease 1 has %d keys, want %d", len(got), len(want1))
 	}
-	if got := le.Lookup(2).Keys(); !slices.Equal(got, []string{"x"}) {
-		t.Errorf("lease 2 keys = %q, want [x]", got)
+	if got := le.Lookup(2).Keys(); !slices.Equal(got, []string{"moved", "x"}) {
+		t.Errorf("lease 2 keys = %q, want [moved x]", got)
 	}
-	if le.GetLease("orphan") != NoLease || le.GetLease("free") != NoLease {
-		t.Error("key without a live lease attached")
+	for _, k := range []string{"orphan", "free", "dropped", "y"} {
+		if le.GetLease(k) != NoLease {
+			t.Errorf("key %q attached to lease %d", k, le.GetLease(k))
+		}
+	}
+	if again := s2.TakeRestoredLeases(); again != nil {
+		t.Errorf("second TakeRestoredLeases returned %d keys", len(again))
 	}
 }

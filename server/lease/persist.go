@@ -1,8 +1,6 @@
 package lease
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -12,9 +10,6 @@ import (
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
-
-// attachChunk is how many keys RecoverAttachments reads per range.
-const attachChunk = 10000
 
 // leaseKey is a lease's key in the lease bucket: its ID, 8 bytes big endian.
 func leaseKey(id LeaseID) []byte {
@@ -79,24 +74,14 @@ func (le *Lessor) Recover(be backend.Backend, newTxn func() TxnDeleter) error {
 	return le.load(be, newTxn)
 }
 
-// RecoverAttachments attaches every live key of kv that names a lease to
-// that lease, as etcd does while restoring its key index. A key naming an
-// unknown lease is logged and skipped. Call it after NewLessor or Recover,
-// before applying further entries.
-func (le *Lessor) RecoverAttachments(ctx context.Context, kv mvcc.ReadView) error {
-	from, all := []byte{0}, []byte{0}
-	for {
-		res, err := kv.Range(ctx, from, all, mvcc.RangeOptions{Limit: attachChunk})
-		if err != nil {
-			return fmt.Errorf("lease: reading keys to attach: %w", err)
-		}
-		for _, kv := range res.KVs {
-			le.attachRecovered(LeaseID(kv.Lease), string(kv.Key))
-		}
-		if len(res.KVs) < attachChunk {
-			return nil
-		}
-		from = append(bytes.Clone(res.KVs[len(res.KVs)-1].Key), 0)
+// RecoverAttachments attaches each key of leased to the lease it names, as
+// etcd does while restoring its key index; leased comes from the mvcc
+// store's TakeRestoredLeases, so no key is read twice at start-up. A key
+// naming an unknown lease is logged and skipped. Call it after NewLessor or
+// Recover, before applying further entries.
+func (le *Lessor) RecoverAttachments(leased []mvcc.LeasedKey) {
+	for _, lk := range leased {
+		le.attachRecovered(LeaseID(lk.Lease), string(lk.Key))
 	}
 }
 

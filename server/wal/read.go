@@ -10,6 +10,7 @@ import (
 	"github.com/cairnkv/cairn/server/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -74,21 +75,59 @@ func (r *replay) apply(rec *walpb.Record, path string) error {
 // already present replaces it and everything after it: the leader that
 // wrote it overruled the uncommitted tail.
 func (r *replay) entry(data []byte, path string) error {
+	term, index, err := entryPosition(data)
+	if err != nil {
+		return fmt.Errorf("wal: corrupt entry in %s: %v", path, err)
+	}
+	r.lastIndex = index
+	if !r.keepEntries || index <= r.start.Index {
+		// Most of a long log is before the snapshot, and read-only passes
+		// keep nothing: only the position is needed, not a decoded entry.
+		return nil
+	}
+	offset := index - r.start.Index - 1
+	if offset > uint64(len(r.ents)) {
+		return fmt.Errorf("%w in %s: snapshot[Index: %d, Term: %d], entry[Index: %d, Term: %d], %d entries read",
+			ErrSliceOutOfRange, path, r.start.Index, r.start.Term, index, term, len(r.ents))
+	}
 	e := &raftpb.Entry{}
 	if err := proto.Unmarshal(data, e); err != nil {
 		return fmt.Errorf("wal: corrupt entry in %s: %v", path, err)
 	}
-	r.lastIndex = e.GetIndex()
-	if !r.keepEntries || e.GetIndex() <= r.start.Index {
-		return nil
-	}
-	offset := e.GetIndex() - r.start.Index - 1
-	if offset > uint64(len(r.ents)) {
-		return fmt.Errorf("%w in %s: snapshot[Index: %d, Term: %d], entry[Index: %d, Term: %d], %d entries read",
-			ErrSliceOutOfRange, path, r.start.Index, r.start.Term, e.GetIndex(), e.GetTerm(), len(r.ents))
-	}
 	r.ents = append(r.ents[:offset], e)
 	return nil
+}
+
+// entryPosition reads the term and index of a marshalled raftpb.Entry
+// without decoding it, still checking that every field is well formed.
+func entryPosition(data []byte) (term, index uint64, err error) {
+	const (
+		fieldTerm  = 2
+		fieldIndex = 3
+	)
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		data = data[n:]
+		if typ == protowire.VarintType && (num == fieldTerm || num == fieldIndex) {
+			var v uint64
+			v, n = protowire.ConsumeVarint(data)
+			if num == fieldTerm {
+				term = v
+			} else {
+				index = v
+			}
+		} else {
+			n = protowire.ConsumeFieldValue(num, typ, data)
+		}
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		data = data[n:]
+	}
+	return term, index, nil
 }
 
 func (r *replay) snapshot(data []byte, path string) error {

@@ -47,6 +47,12 @@ type UnsafeReader interface {
 type UnsafeWriter interface {
 	UnsafeReader
 	UnsafePut(bucket, key, value []byte)
+	// UnsafeSeqPut is UnsafePut for a key greater than every key of bucket
+	// (the key bucket's revisions): bbolt then fills its pages to 90%
+	// instead of splitting them in half, as etcd does, so the file holds the
+	// same data in about half the pages. A key out of order is still stored
+	// correctly; it only makes later inserts into that page split it sooner.
+	UnsafeSeqPut(bucket, key, value []byte)
 	UnsafeDelete(bucket, key []byte)
 }
 
@@ -106,6 +112,10 @@ type Backend interface {
 	// Defrag rewrites the db into a compact new file online; readers and
 	// writers wait while it runs.
 	Defrag() error
+	// DropResidentPages takes the db file's pages out of the process's
+	// resident set after a full scan (they stay in the page cache); the
+	// member calls it once its start-up reads are done.
+	DropResidentPages()
 	// Path is the db file's path.
 	Path() string
 	Close() error

@@ -9,7 +9,13 @@
 // tombstone) with a marshalled mvccpb.KeyValue as value, exactly as etcd v3.7
 // stores it, so a db file moves freely between cairn and etcd. The key index
 // maps each user key to its revisions, grouped into generations (creation to
-// deletion); it lives only in memory and is rebuilt from the key bucket by New.
+// deletion); it lives only in memory and is rebuilt from the key bucket by New
+// (restore.go: one pass over the bucket decoding only the index's fields,
+// keys dealt by hash to shards that replay them into hash maps, then merged
+// into the tree in key order). The same pass collects the leases of the live
+// keys for the lessor (TakeRestoredLeases). Revisions are appended to the key
+// bucket with the backend's sequential put, so its pages are packed as full
+// as etcd's.
 //
 // The package never commits the backend: the member does, atomically with the
 // consistent index it stores in the same batch. Everything mvcc writes becomes

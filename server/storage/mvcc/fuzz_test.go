@@ -78,8 +78,8 @@ func FuzzKeyRange(f *testing.F) {
 		q := fuzzKeys(query)
 		key, end := q[0], rangeEndOf(endForm, q[len(q)-1])
 		ti.tree.Ascend(func(ki *keyIndex) bool {
-			if modelInRange(ki.key, key, end) {
-				want = append(want, ki.key)
+			if modelInRange(ki.keyBytes(), key, end) {
+				want = append(want, ki.keyBytes())
 			}
 			return true
 		})
@@ -93,8 +93,8 @@ func FuzzKeyRange(f *testing.F) {
 		}
 		w := &watcher{r: newKeyRange(key, end)}
 		ti.tree.Ascend(func(ki *keyIndex) bool {
-			if w.holds(ki.key) != modelInRange(ki.key, key, end) {
-				t.Fatalf("watcher on [%q, %q) holds(%q) = %v", key, end, ki.key, w.holds(ki.key))
+			if w.holds(ki.keyBytes()) != modelInRange(ki.keyBytes(), key, end) {
+				t.Fatalf("watcher on [%q, %q) holds(%q) = %v", key, end, ki.keyBytes(), w.holds(ki.keyBytes()))
 			}
 			return true
 		})

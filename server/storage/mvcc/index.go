@@ -1,7 +1,6 @@
 package mvcc
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/google/btree"
@@ -15,7 +14,33 @@ type treeIndex struct {
 	tree *btree.BTreeG[*keyIndex]
 }
 
-func keyIndexLess(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 }
+func keyIndexLess(a, b *keyIndex) bool { return a.key < b.key }
+
+// probes recycles the keyIndex values that lookups compare with: passing one
+// to the tree's comparison function moves it to the heap, which would cost
+// an allocation per read and per write.
+var probes = sync.Pool{New: func() any { return new(keyIndex) }}
+
+// withProbe calls f with a keyIndex that views key's bytes without copying;
+// it must not be kept after f returns.
+func withProbe[T any](key []byte, f func(p *keyIndex) T) T {
+	p := probes.Get().(*keyIndex)
+	p.key = unsafeString(key)
+	defer func() {
+		p.key = ""
+		probes.Put(p)
+	}()
+	return f(p)
+}
+
+// find returns the keyIndex of key. The caller holds mu.
+func (ti *treeIndex) find(key []byte) (*keyIndex, bool) {
+	ki := withProbe(key, func(p *keyIndex) *keyIndex {
+		found, _ := ti.tree.Get(p)
+		return found
+	})
+	return ki, ki != nil
+}
 
 func newTreeIndex() *treeIndex {
 	return &treeIndex{tree: btree.NewG(32, keyIndexLess)}
@@ -43,13 +68,14 @@ func (r keyRange) single() bool { return r.end == nil && !r.unbounded }
 // The caller holds mu.
 func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 	if r.single() {
-		if ki, ok := ti.tree.Get(&keyIndex{key: r.key}); ok {
+		if ki, ok := ti.find(r.key); ok {
 			f(ki)
 		}
 		return
 	}
-	ti.tree.AscendGreaterOrEqual(&keyIndex{key: r.key}, func(ki *keyIndex) bool {
-		if !r.unbounded && bytes.Compare(ki.key, r.end) >= 0 {
+	end := unsafeString(r.end)
+	ti.tree.AscendGreaterOrEqual(&keyIndex{key: unsafeString(r.key)}, func(ki *keyIndex) bool {
+		if !r.unbounded && ki.key >= end {
 			return false
 		}
 		return f(ki)
@@ -61,7 +87,7 @@ func (ti *treeIndex) visit(r keyRange, f func(ki *keyIndex) bool) {
 func (ti *treeIndex) Get(key []byte, atRev int64) (modified, created Revision, ver int64, err error) {
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.find(key)
 	if !ok {
 		return Revision{}, Revision{}, 0, errRevisionNotFound
 	}
@@ -98,7 +124,7 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 	defer ti.mu.RUnlock()
 	ti.visit(newKeyRange(key, end), func(ki *keyIndex) bool {
 		if rev, _, _, err := ki.get(atRev); err == nil {
-			keys = append(keys, ki.key)
+			keys = append(keys, ki.keyBytes())
 			revs = append(revs, rev)
 		}
 		return true
@@ -111,9 +137,9 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 func (ti *treeIndex) Put(key []byte, rev Revision) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.find(key)
 	if !ok {
-		ki = newKeyIndex(bytes.Clone(key))
+		ki = newKeyIndex(key)
 		ti.tree.ReplaceOrInsert(ki)
 	}
 	ki.put(rev)
@@ -124,7 +150,7 @@ func (ti *treeIndex) Put(key []byte, rev Revision) {
 func (ti *treeIndex) Tombstone(key []byte, rev Revision) error {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
+	ki, ok := ti.find(key)
 	if !ok {
 		return errRevisionNotFound
 	}
@@ -168,30 +194,6 @@ func (ti *treeIndex) Keep(rev int64) map[Revision]struct{} {
 		return true
 	})
 	return keep
-}
-
-// restoreRecord replays one key-bucket entry, in revision order, while New
-// rebuilds the index. created and ver come from the stored KeyValue and seed
-// keys whose earlier revisions were compacted away.
-func (ti *treeIndex) restoreRecord(key []byte, rev Revision, tombstone bool, created, ver int64) error {
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	ki, ok := ti.tree.Get(&keyIndex{key: key})
-	switch {
-	case ok && tombstone:
-		return ki.tombstone(rev)
-	case ok:
-		ki.put(rev)
-	case tombstone:
-		ki = newKeyIndex(bytes.Clone(key))
-		ki.restoreTombstone(rev)
-		ti.tree.ReplaceOrInsert(ki)
-	default:
-		ki = newKeyIndex(bytes.Clone(key))
-		ki.restore(Revision{Main: created}, rev, ver)
-		ti.tree.ReplaceOrInsert(ki)
-	}
-	return nil
 }
 
 // Since returns, per key in [key, end), the revisions with Main >= rev; for

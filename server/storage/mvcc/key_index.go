@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unsafe"
 )
 
 // errRevisionNotFound: the key has no live revision at the asked revision.
@@ -13,7 +14,7 @@ var errRevisionNotFound = errors.New("mvcc: revision not found")
 // including the tombstone that ended it. Only the newest generation of a key
 // has no tombstone; it is empty while the key is deleted.
 type generation struct {
-	created Revision   // the revision that created the key in this generation
+	created int64      // main revision of the put that created the key in this generation
 	ver     int64      // the key's version at revs[len(revs)-1]
 	revs    []Revision // ascending; compaction drops old ones from the front
 }
@@ -33,37 +34,73 @@ func (g *generation) tombstone() Revision { return g.revs[len(g.revs)-1] }
 // keyIndex holds every revision of one key that is still readable, grouped
 // into generations, oldest first. For example put@2, put@3, delete@4, put@6
 // gives generations {2,3,4t} {6}.
+//
+// The index holds one keyIndex per key of the store, so its layout is kept
+// small (64 bytes): the key is a string (its bytes are never modified), the
+// newest generation is stored inline and only keys that were deleted and
+// re-created, or are deleted now, allocate the older ones; the newest
+// revision is not stored but read from the generations (modified).
 type keyIndex struct {
-	key         []byte
-	modified    Revision // the newest revision of the key, tombstones included
-	generations []generation
+	key  string
+	past *[]generation // the generations before cur, each ended by a tombstone; nil if none
+	cur  generation    // the newest generation
 }
 
-func newKeyIndex(key []byte) *keyIndex {
-	return &keyIndex{key: key, generations: []generation{{}}}
+// newKeyIndex returns an empty keyIndex for a copy of key.
+func newKeyIndex(key []byte) *keyIndex { return &keyIndex{key: string(key)} }
+
+// keyBytes views the key as bytes without copying; callers must not modify them.
+func (ki *keyIndex) keyBytes() []byte { return unsafe.Slice(unsafe.StringData(ki.key), len(ki.key)) }
+
+// numGenerations counts the generations, the newest (maybe empty) included.
+func (ki *keyIndex) numGenerations() int {
+	if ki.past == nil {
+		return 1
+	}
+	return len(*ki.past) + 1
+}
+
+// generation returns the i-th generation, oldest first.
+func (ki *keyIndex) generation(i int) *generation {
+	if ki.past == nil || i == len(*ki.past) {
+		return &ki.cur
+	}
+	return &(*ki.past)[i]
 }
 
 // isEmpty reports whether nothing of the key remains: compaction removes such
 // a keyIndex from the tree.
-func (ki *keyIndex) isEmpty() bool {
-	return len(ki.generations) == 1 && ki.generations[0].isEmpty()
-}
+func (ki *keyIndex) isEmpty() bool { return ki.past == nil && ki.cur.isEmpty() }
 
-func (ki *keyIndex) current() *generation { return &ki.generations[len(ki.generations)-1] }
+func (ki *keyIndex) current() *generation { return &ki.cur }
+
+// modified is the key's newest revision, tombstones included; zero for a
+// keyIndex that holds nothing yet. Only the newest generation can be empty,
+// and compaction never drops the revision that ends the one before it
+// without dropping the whole key.
+func (ki *keyIndex) modified() Revision {
+	for i := ki.numGenerations() - 1; i >= 0; i-- {
+		if revs := ki.generation(i).revs; len(revs) > 0 {
+			return revs[len(revs)-1]
+		}
+	}
+	return Revision{}
+}
 
 // put records a change of the key at rev, creating the key if it is deleted.
 // Revisions only grow: a smaller one means the store's bookkeeping is broken.
 func (ki *keyIndex) put(rev Revision) {
-	if !rev.GreaterThan(ki.modified) {
-		panic(fmt.Sprintf("mvcc: put of key %q at revision %v not after %v", ki.key, rev, ki.modified))
+	if last := ki.modified(); !rev.GreaterThan(last) {
+		panic(fmt.Sprintf("mvcc: put of key %q at revision %v not after %v", ki.key, rev, last))
 	}
 	g := ki.current()
 	if g.isEmpty() {
-		g.created = rev
+		// Only the main revision: it is all a stored KeyValue records
+		// (CreateRevision), so an index rebuilt from the backend agrees.
+		g.created = rev.Main
 	}
 	g.revs = append(g.revs, rev)
 	g.ver++
-	ki.modified = rev
 }
 
 // tombstone ends the current generation with a deletion at rev and opens an
@@ -73,23 +110,32 @@ func (ki *keyIndex) tombstone(rev Revision) error {
 		return errRevisionNotFound
 	}
 	ki.put(rev)
-	ki.generations = append(ki.generations, generation{})
+	ki.endGeneration()
 	return nil
+}
+
+// endGeneration moves the newest generation to the past and opens an empty one.
+func (ki *keyIndex) endGeneration() {
+	if ki.past == nil {
+		ki.past = &[]generation{}
+	}
+	*ki.past = append(*ki.past, ki.cur)
+	ki.cur = generation{}
 }
 
 // restore seeds an empty keyIndex with the newest surviving revision of a
 // compacted key, whose older revisions are gone from the backend.
-func (ki *keyIndex) restore(created, modified Revision, ver int64) {
-	ki.generations = []generation{{created: created, ver: ver, revs: []Revision{modified}}}
-	ki.modified = modified
+func (ki *keyIndex) restore(created int64, modified Revision, ver int64) {
+	ki.past = nil
+	ki.cur = generation{created: created, ver: ver, revs: []Revision{modified}}
 }
 
 // restoreTombstone seeds an empty keyIndex whose only surviving revision is a
 // tombstone (kept because a compaction happened exactly at it). The creation
 // revision is unknown then, as in etcd.
 func (ki *keyIndex) restoreTombstone(rev Revision) {
-	ki.restore(Revision{}, rev, 1)
-	ki.generations = append(ki.generations, generation{})
+	ki.restore(0, rev, 1)
+	ki.endGeneration()
 }
 
 // get returns the revision of the key visible at atRev, the revision that
@@ -104,15 +150,15 @@ func (ki *keyIndex) get(atRev int64) (modified, created Revision, ver int64, err
 		return Revision{}, Revision{}, 0, errRevisionNotFound
 	}
 	// ver counts the newest revision; step back one version per newer revision.
-	return g.revs[n], g.created, g.ver - int64(len(g.revs)-1-n), nil
+	return g.revs[n], Revision{Main: g.created}, g.ver - int64(len(g.revs)-1-n), nil
 }
 
 // findGeneration returns the generation alive at atRev, or nil if the key did
 // not exist then (before its creation or between a tombstone and a re-create).
 func (ki *keyIndex) findGeneration(atRev int64) *generation {
-	newest := len(ki.generations) - 1
+	newest := ki.numGenerations() - 1
 	for i := newest; i >= 0; i-- {
-		g := &ki.generations[i]
+		g := ki.generation(i)
 		if g.isEmpty() {
 			continue
 		}
@@ -130,8 +176,8 @@ func (ki *keyIndex) findGeneration(atRev int64) *generation {
 // keeps: the first one still alive at atRev (its tombstone is at or after
 // atRev), or else the newest one.
 func (ki *keyIndex) firstKeptGeneration(atRev int64) int {
-	gi := 0
-	for gi < len(ki.generations)-1 && ki.generations[gi].tombstone().Main < atRev {
+	gi, newest := 0, ki.numGenerations()-1
+	for gi < newest && ki.generation(gi).tombstone().Main < atRev {
 		gi++
 	}
 	return gi
@@ -142,14 +188,14 @@ func (ki *keyIndex) firstKeptGeneration(atRev int64) int {
 // newest of them: the revision a compaction at atRev keeps. Normally that is
 // one generation; a transaction that deletes and re-creates the key at
 // exactly atRev leaves a revision at atRev in the next generation too.
-func (ki *keyIndex) visitCompactionPoints(first int, atRev int64, f func(gi, n int)) {
-	for gi := first; gi < len(ki.generations); gi++ {
-		g := &ki.generations[gi]
+func (ki *keyIndex) visitCompactionPoints(first int, atRev int64, f func(g *generation, gi, n int)) {
+	for gi := first; gi < ki.numGenerations(); gi++ {
+		g := ki.generation(gi)
 		n := g.lastAtOrBefore(atRev)
 		if n < 0 {
 			return
 		}
-		f(gi, n)
+		f(g, gi, n)
 	}
 }
 
@@ -159,12 +205,23 @@ func (ki *keyIndex) visitCompactionPoints(first int, atRev int64, f func(gi, n i
 // atRev still see the deletion.
 func (ki *keyIndex) compact(atRev int64, keep map[Revision]struct{}) {
 	first := ki.firstKeptGeneration(atRev)
-	ki.visitCompactionPoints(first, atRev, func(gi, n int) {
-		g := &ki.generations[gi]
+	ki.visitCompactionPoints(first, atRev, func(g *generation, _, n int) {
 		keep[g.revs[n]] = struct{}{}
 		g.revs = g.revs[n:]
 	})
-	ki.generations = ki.generations[first:]
+	ki.dropGenerations(first)
+}
+
+// dropGenerations forgets the n oldest generations; the newest always stays.
+func (ki *keyIndex) dropGenerations(n int) {
+	if n == 0 {
+		return
+	}
+	if rest := (*ki.past)[n:]; len(rest) > 0 {
+		*ki.past = rest
+	} else {
+		ki.past = nil
+	}
 }
 
 // keep adds to available the revisions a compaction at atRev would keep, but
@@ -174,9 +231,8 @@ func (ki *keyIndex) keep(atRev int64, available map[Revision]struct{}) {
 	if ki.isEmpty() {
 		return
 	}
-	newest := len(ki.generations) - 1
-	ki.visitCompactionPoints(ki.firstKeptGeneration(atRev), atRev, func(gi, n int) {
-		g := &ki.generations[gi]
+	newest := ki.numGenerations() - 1
+	ki.visitCompactionPoints(ki.firstKeptGeneration(atRev), atRev, func(g *generation, gi, n int) {
 		if gi != newest && n == len(g.revs)-1 {
 			return // the generation's tombstone, at exactly atRev
 		}
@@ -188,8 +244,8 @@ func (ki *keyIndex) keep(atRev int64, available map[Revision]struct{}) {
 // revision (the highest sub), for watchers catching up.
 func (ki *keyIndex) since(rev int64) []Revision {
 	var revs []Revision
-	for gi := range ki.generations {
-		for _, r := range ki.generations[gi].revs {
+	for gi := range ki.numGenerations() {
+		for _, r := range ki.generation(gi).revs {
 			if r.Main < rev {
 				continue
 			}

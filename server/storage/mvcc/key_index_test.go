@@ -3,6 +3,7 @@ package mvcc
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // exampleKeyIndex: put@2, put@4, delete@6, put@8, put@10, delete@12, put@14.
@@ -100,7 +101,7 @@ func TestKeyIndexCompactAndKeep(t *testing.T) {
 			t.Errorf("compact(%d) kept %v, want %v", tt.atRev, got, tt.wantKept)
 		}
 		var gens [][]Revision
-		for _, g := range ki.generations {
+		for _, g := range ki.allGenerations() {
 			gens = append(gens, append([]Revision{}, g.revs...))
 		}
 		if !reflect.DeepEqual(gens, tt.wantGens) {
@@ -127,7 +128,7 @@ func TestKeyIndexCompactAfterFinalTombstoneEmptiesIt(t *testing.T) {
 	}
 	ki.compact(4, map[Revision]struct{}{})
 	if !ki.isEmpty() {
-		t.Fatalf("keyIndex after compacting past its tombstone: %+v", ki.generations)
+		t.Fatalf("keyIndex after compacting past its tombstone: %+v", ki.allGenerations())
 	}
 }
 
@@ -219,5 +220,22 @@ func TestKeyIndexCompactAtDeleteAndRecreateInOneTxn(t *testing.T) {
 	}
 	if mod, _, ver, err := ki.get(19); err != nil || mod != (Revision{18, 1}) || ver != 1 {
 		t.Fatalf("get(19) after compaction = %v v%d %v", mod, ver, err)
+	}
+}
+
+// allGenerations copies the generations of ki, oldest first.
+func (ki *keyIndex) allGenerations() []generation {
+	gens := make([]generation, ki.numGenerations())
+	for i := range gens {
+		gens[i] = *ki.generation(i)
+	}
+	return gens
+}
+
+// TestKeyIndexFitsSixtyFourBytes guards the index's memory: one keyIndex per
+// key of the store, in Go's 64-byte size class.
+func TestKeyIndexFitsSixtyFourBytes(t *testing.T) {
+	if size := unsafe.Sizeof(keyIndex{}); size > 64 {
+		t.Errorf("keyIndex is %d bytes, want at most 64", size)
 	}
 }

@@ -1,13 +1,10 @@
 package mvcc
 
 import (
-	"fmt"
-	"math"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -18,8 +15,6 @@ const (
 	defaultCompactionBatchLimit = 1000
 	// defaultCompactionSleepInterval is etcd's pause between rounds.
 	defaultCompactionSleepInterval = 10 * time.Millisecond
-	// restoreChunk is how many key-bucket entries New reads per lock round.
-	restoreChunk = 10000
 )
 
 // StoreConfig tunes a Store.
@@ -49,6 +44,10 @@ type Store struct {
 	revMu          sync.RWMutex
 	currentRev     int64 // revision of the last transaction that changed something; 1 when empty
 	compactMainRev int64 // revision of the last scheduled compaction; -1 if none
+
+	// restoredLeases are the leased live keys New found, until the lessor
+	// takes them (TakeRestoredLeases).
+	restoredLeases []LeasedKey
 
 	compactor *compactor
 	hashes    compactionHashes // what the recent compactions computed
@@ -129,10 +128,12 @@ func (s *Store) restore() error {
 	if finishedFound {
 		s.compactMainRev = finished
 	}
-	lastRev, err := s.restoreIndex()
+	rebuilt, err := rebuildIndex(s.lg, s.b.ReadTx(), s.index)
 	if err != nil {
 		return err
 	}
+	lastRev := rebuilt.lastRev
+	s.restoredLeases = rebuilt.leased
 	// The newest revisions may all have been compacted away (deleted keys),
 	// and a crash may have lost the finished mark after the scheduled one:
 	// never go back behind a compaction.
@@ -151,85 +152,6 @@ func (s *Store) restore() error {
 	return nil
 }
 
-// restoreIndex replays the key bucket in revision order, a chunk per read
-// lock, and returns the newest revision found (0 if none).
-func (s *Store) restoreIndex() (lastRev int64, err error) {
-	from := RevToBytes(Revision{Main: 1})
-	to := RevToBytes(Revision{Main: math.MaxInt64, Sub: math.MaxInt64})
-	tx := s.b.ReadTx()
-	for {
-		tx.RLock()
-		keys, vals := tx.UnsafeRange(backend.BucketKey, from, to, restoreChunk)
-		for i := range keys {
-			if err = s.restoreEntry(keys[i], vals[i]); err != nil {
-				break
-			}
-		}
-		if len(keys) > 0 && err == nil {
-			last := BytesToRev(keys[len(keys)-1])
-			lastRev = last.Main
-			from = RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1})
-		}
-		tx.RUnlock()
-		if err != nil || len(keys) < restoreChunk {
-			return lastRev, err
-		}
-	}
-}
-
-// restoreEntry adds one key-bucket entry to the index.
-func (s *Store) restoreEntry(revBytes, value []byte) error {
-	if !validRevBytes(revBytes) {
-		return fmt.Errorf("mvcc: malformed revision key %x in the key bucket", revBytes)
-	}
-	key, created, ver, err := decodeIndexFields(value)
-	if err != nil {
-		return fmt.Errorf("mvcc: decoding the value at revision %v: %w", BytesToRev(revBytes), err)
-	}
-	rev := BytesToRev(revBytes)
-	if err := s.index.restoreRecord(key, rev, IsTombstone(revBytes), created, ver); err != nil {
-		// A tombstone of a key that is already deleted: harmless, as in etcd.
-		s.lg.Warn("ignoring tombstone of a deleted key", zap.ByteString("key", key), zap.Stringer("revision", rev))
-	}
-	return nil
-}
-
-// decodeIndexFields reads only the fields of a marshalled mvccpb.KeyValue
-// that the index needs, so restoring does not copy every value.
-func decodeIndexFields(b []byte) (key []byte, created, ver int64, err error) {
-	const (
-		fieldKey            = 1
-		fieldCreateRevision = 2
-		fieldVersion        = 4
-	)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-		switch {
-		case num == fieldKey && typ == protowire.BytesType:
-			key, n = protowire.ConsumeBytes(b)
-		case num == fieldCreateRevision && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			created = int64(v)
-		case num == fieldVersion && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			ver = int64(v)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return nil, 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-	}
-	return key, created, ver, nil
-}
-
 // readRevMeta reads a revision stored in the meta bucket.
 func readRevMeta(tx backend.UnsafeReader, name []byte) (main int64, found bool) {
 	_, vals := tx.UnsafeRange(backend.BucketMeta, name, nil, 0)
@@ -242,6 +164,18 @@ func readRevMeta(tx backend.UnsafeReader, name []byte) (main int64, found bool) 
 // putRevMeta stores main as revision bytes in the meta bucket, as etcd does.
 func putRevMeta(tx backend.UnsafeWriter, name []byte, main int64) {
 	tx.UnsafePut(backend.BucketMeta, name, RevToBytes(Revision{Main: main}))
+}
+
+// TakeRestoredLeases returns, once, every live key whose newest revision
+// names a lease as New found them in the backend, in key order, so the
+// lessor can re-attach them without reading the store again; later calls
+// return nil. Call it before the store is written to.
+func (s *Store) TakeRestoredLeases() []LeasedKey {
+	s.revMu.Lock()
+	defer s.revMu.Unlock()
+	leased := s.restoredLeases
+	s.restoredLeases = nil
+	return leased
 }
 
 // CompactRev returns the revision of the last scheduled compaction, -1 if

@@ -193,7 +193,7 @@ func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 		Version:        ver,
 		Lease:          lease,
 	}
-	t.tx.UnsafePut(backend.BucketKey, RevToBytes(idxRev), mustMarshal(kv))
+	t.tx.UnsafeSeqPut(backend.BucketKey, RevToBytes(idxRev), mustMarshal(kv))
 	metrics.TotalPutSize.Add(float64(len(key) + len(value)))
 	t.s.index.Put(key, idxRev)
 	t.changes = append(t.changes, kv)
@@ -212,7 +212,7 @@ func (t *writeTxn) DeleteRange(key, end []byte) (n, rev int64) {
 // with only the key set, as in etcd.
 func (t *writeTxn) delete(key []byte) {
 	idxRev := Revision{Main: t.beginRev + 1, Sub: int64(len(t.changes))}
-	t.tx.UnsafePut(backend.BucketKey, TombstoneRevToBytes(idxRev), mustMarshal(&mvccpb.KeyValue{Key: key}))
+	t.tx.UnsafeSeqPut(backend.BucketKey, TombstoneRevToBytes(idxRev), mustMarshal(&mvccpb.KeyValue{Key: key}))
 	if err := t.s.index.Tombstone(key, idxRev); err != nil {
 		// The key came from the index at this very revision.
 		t.s.lg.Panic("tombstone of a key the index just listed failed", zap.ByteString("key", key), zap.Error(err))
