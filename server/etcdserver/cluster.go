@@ -37,8 +37,10 @@ func (s *Server) MemberList(ctx context.Context, linearizable bool) ([]*membersh
 
 // MemberAdd adds a voter or a learner with peerURLs.
 func (s *Server) MemberAdd(ctx context.Context, peerURLs []string, isLearner bool) (*membership.Member, []*membership.Member, error) {
-	if err := validPeerURLs(peerURLs); err != nil {
-		return nil, nil, err
+	// etcd's rules and stored form: trimmed, normalized and sorted.
+	peerURLs, err := membership.ParsePeerURLs(peerURLs)
+	if err != nil {
+		return nil, nil, errs.ErrBadURLs
 	}
 	// --experimental-member-add-as-learner: every new member starts as a
 	// learner (and is promoted automatically, see learner_auto.go).
