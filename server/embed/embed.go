@@ -32,9 +32,9 @@ type Member struct {
 	gw     *httpapi.Gateway
 	dash   *dashboard.Dashboard // --experimental-dashboard
 	self   *selfServices        // Lock and Election, when installed
-	client []*httpapi.Mux
+	client []*httpapi.Mux       // --listen-client-urls and --listen-client-http-urls
 	peer   []*http.Server
-	extra  []*http.Server // --listen-client-http-urls and --listen-metrics-urls
+	extra  []*http.Server // --listen-metrics-urls
 	errc   chan error
 }
 
@@ -112,7 +112,10 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 	ecfg.FastLeaseKeepAlive = cfg.FeatureEnabled("FastLeaseKeepAlive")
 	ecfg.WarningApplyDuration = cfg.WarningApplyDuration
 	lc := listenConfig(cfg.SocketOpts, lg)
-	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
+	if err := checkClientHTTPURLs(cfg.ListenClientUrls, cfg.ListenClientHttpUrls); err != nil {
+		return nil, err
+	}
+	clientLns, err := listenClientURLs(cfg.ListenClientUrls, sec.client, lc, lg)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +124,7 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 		closeAll(clientLns)
 		return nil, err
 	}
-	extra, err := listenExtra(cfg, sec.client, lc)
+	extra, err := listenExtra(cfg, sec.client, lc, lg)
 	if err != nil {
 		closeAll(clientLns)
 		closeAll(peerLns)
@@ -202,7 +205,7 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 		clientHandler = nil // gRPC only: HTTP has its own URLs
 	}
 	for _, l := range clientLns {
-		m.client = append(m.client, httpapi.Serve(logRejected(l, lg), m.grpc, clientHandler))
+		m.client = append(m.client, httpapi.Serve(l, m.grpc, clientHandler))
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
 	for _, l := range peerLns {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 
@@ -447,6 +446,3 @@ func (s *Server) commitBackend(force bool) {
 func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }
 
 func idHex(id uint64) string { return strconv.FormatUint(id, 16) }
-
-// RaftStatus is raft's view of the member (/debug/vars).
-func (s *Server) RaftStatus() (raft.Status, error) { return s.node.Status() }
