@@ -140,9 +140,6 @@ type Config struct {
 // members' peer URLs (the member list when joining, lease and promote
 // forwarding).
 func (c *Config) newPeerHTTPClient() *http.Client {
-	if c.PeerTLS == nil && c.PeerLocalAddr == "" {
-		return http.DefaultClient
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.PeerTLS != nil {
 		tr.TLSClientConfig = c.PeerTLS.Clone()
@@ -150,7 +147,7 @@ func (c *Config) newPeerHTTPClient() *http.Client {
 	if c.PeerLocalAddr != "" {
 		tr.DialContext = peer.Dialer(30*time.Second, c.PeerLocalAddr).DialContext
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: peer.NewHTTPTransport(tr)}
 }
 
 func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }

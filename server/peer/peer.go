@@ -200,6 +200,9 @@ func (s *peerStatus) activeSince() time.Time {
 	return s.since
 }
 
+// peerSchemes are the schemes a peer URL may have, as in etcd.
+var peerSchemes = map[string]bool{"http": true, "https": true, "unix": true, "unixs": true}
+
 // urlPicker keeps using one of the peer's URLs until it fails.
 type urlPicker struct {
 	mu     sync.Mutex
@@ -219,8 +222,8 @@ func (p *urlPicker) update(urls []string) error {
 		if err != nil {
 			return err
 		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return errors.New("peer: URL must be http(s)://host:port: " + s)
+		if !peerSchemes[u.Scheme] || u.Host == "" {
+			return errors.New("peer: URL must be http(s):// or unix(s):// with a host: " + s)
 		}
 		parsed = append(parsed, *u)
 	}
