@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,7 +219,7 @@ func newURLPicker(urls []string) (*urlPicker, error) {
 func (p *urlPicker) update(urls []string) error {
 	parsed := make([]url.URL, 0, len(urls))
 	for _, s := range urls {
-		u, err := url.Parse(s)
+		u, err := url.Parse(strings.TrimSpace(s)) // as etcd reads them
 		if err != nil {
 			return err
 		}
