@@ -152,6 +152,12 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
 	srv.Start()
 	setupMetrics(cfg)
+	logDebug := cfg.LogLevel == "debug"
+	if logDebug {
+		// As etcd: gRPC traces RPCs for /debug/requests. gRPC wants this
+		// set before its servers exist; it is process-wide and never unset.
+		grpc.EnableTracing = true
+	}
 	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
@@ -188,10 +194,10 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 			lg.Info("dashboard is enabled", zap.String("path", dashboard.Path))
 		}
 	}
-	if cfg.EnablePprof {
-		handler = withPprof(handler)
+	if cfg.EnablePprof || logDebug {
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	handler = debugEndpoints(handler, cfg.EnablePprof, logDebug)
 	handler = failpoint.Mount(handler) // the handler itself without -tags failpoints
 	handler = httpapi.WithAccessControl(httpapi.AccessConfig{
 		CORS:          cfg.CORS,
