@@ -16,8 +16,8 @@ import (
 // TestPeerUnixSockets runs three members whose peer URLs are unix sockets
 // (unix://127.0.0.1:port is the socket file "127.0.0.1:port" in the
 // members' working directory): the cluster forms, replicates, and survives
-// a rolling restart of every member. unix runs on cairn and on etcd
-// v3.7.3; unixs (TLS over the socket) on cairn only, because etcd v3.7.3
+// a rolling restart of every member. unix runs on cairn, on etcd v3.7.3
+// and on a cluster of both; unixs (TLS over the socket) on cairn only, because etcd v3.7.3
 // listens in plaintext on a unixs peer URL while dialing it with TLS, so
 // its members never connect (TestPeerUnixsListenerSpeaksTLS pins that).
 func TestPeerUnixSockets(t *testing.T) {
@@ -26,9 +26,9 @@ func TestPeerUnixSockets(t *testing.T) {
 	}
 	ca := newTestCA(t)
 	cert, key, _ := ca.issue("peer", certOpts{cn: "peer", ips: []string{"127.0.0.1"}})
-	for _, bin := range []string{"cairn", "etcd"} {
+	for _, bin := range []string{"cairn", "etcd", "mixed"} {
 		for _, scheme := range []string{"unix", "unixs"} {
-			if bin == "etcd" && scheme == "unixs" {
+			if bin != "cairn" && scheme == "unixs" {
 				continue
 			}
 			t.Run(bin+"/"+scheme, func(t *testing.T) {
@@ -36,9 +36,13 @@ func TestPeerUnixSockets(t *testing.T) {
 				if scheme == "unixs" {
 					o.args = peerTLSArgs(ca, cert, key)
 				}
-				if bin == "etcd" {
-					e := etcdBinary(t)
+				switch e := ""; bin {
+				case "etcd":
+					e = etcdBinary(t)
 					o.bins = map[int]string{0: e, 1: e, 2: e}
+				case "mixed": // two cairn members and an etcd one
+					e = etcdBinary(t)
+					o.bins = map[int]string{2: e}
 				}
 				c := startCluster(t, o)
 				checkUnixPeerCluster(t, c)
