@@ -184,6 +184,11 @@ func (info *Info) ServerConfig() (*tls.Config, error) {
 		base := cfg
 		cfg = base.Clone()
 		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			if hello.Conn.RemoteAddr().Network() != "tcp" {
+				// A unix socket's client has no address a SAN could
+				// name; the socket file's permissions guard it.
+				return base, nil
+			}
 			c := base.Clone()
 			remote := hello.Conn.RemoteAddr().String()
 			c.VerifyConnection = func(cs tls.ConnectionState) error {

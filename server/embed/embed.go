@@ -32,9 +32,9 @@ type Member struct {
 	gw     *httpapi.Gateway
 	dash   *dashboard.Dashboard // --experimental-dashboard
 	self   *selfServices        // Lock and Election, when installed
-	client []*httpapi.Mux
+	client []*httpapi.Mux       // --listen-client-urls and --listen-client-http-urls
 	peer   []*http.Server
-	extra  []*http.Server // --listen-client-http-urls and --listen-metrics-urls
+	extra  []*http.Server // --listen-metrics-urls
 	errc   chan error
 }
 
@@ -112,7 +112,10 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 	ecfg.FastLeaseKeepAlive = cfg.FeatureEnabled("FastLeaseKeepAlive")
 	ecfg.WarningApplyDuration = cfg.WarningApplyDuration
 	lc := listenConfig(cfg.SocketOpts, lg)
-	clientLns, err := listenAll(cfg.ListenClientUrls, sec.client, lc)
+	if err := checkClientHTTPURLs(cfg.ListenClientUrls, cfg.ListenClientHttpUrls); err != nil {
+		return nil, err
+	}
+	clientLns, err := listenClientURLs(cfg.ListenClientUrls, sec.client, lc, lg)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +124,7 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 		closeAll(clientLns)
 		return nil, err
 	}
-	extra, err := listenExtra(cfg, sec.client, lc)
+	extra, err := listenExtra(cfg, sec.client, lc, lg)
 	if err != nil {
 		closeAll(clientLns)
 		closeAll(peerLns)
@@ -149,6 +152,12 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
 	srv.Start()
 	setupMetrics(cfg)
+	logDebug := cfg.LogLevel == "debug"
+	if logDebug {
+		// As etcd: gRPC traces RPCs for /debug/requests. gRPC wants this
+		// set before its servers exist; it is process-wide and never unset.
+		grpc.EnableTracing = true
+	}
 	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
@@ -185,10 +194,10 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 			lg.Info("dashboard is enabled", zap.String("path", dashboard.Path))
 		}
 	}
-	if cfg.EnablePprof {
-		handler = withPprof(handler)
+	if cfg.EnablePprof || logDebug {
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
+	handler = debugEndpoints(handler, cfg.EnablePprof, logDebug)
 	handler = failpoint.Mount(handler) // the handler itself without -tags failpoints
 	handler = httpapi.WithAccessControl(httpapi.AccessConfig{
 		CORS:          cfg.CORS,
@@ -202,7 +211,7 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 		clientHandler = nil // gRPC only: HTTP has its own URLs
 	}
 	for _, l := range clientLns {
-		m.client = append(m.client, httpapi.Serve(logRejected(l, lg), m.grpc, clientHandler))
+		m.client = append(m.client, httpapi.Serve(l, m.grpc, clientHandler))
 		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
 	for _, l := range peerLns {

@@ -14,8 +14,7 @@ import (
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
-// serveHTTP serves h on l with a plain http.Server: the HTTP-only client
-// URLs (--listen-client-http-urls) and the metrics URLs.
+// serveHTTP serves h on l with a plain http.Server: the metrics URLs.
 func serveHTTP(l net.Listener, h http.Handler, what string, lg *zap.Logger) *http.Server {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: zap.NewStdLog(lg.Named(what))}
 	go func() {
@@ -62,10 +61,10 @@ type extraListeners struct {
 
 // listenExtra binds --listen-client-http-urls and --listen-metrics-urls;
 // https:// ones use the client TLS configuration, as in etcd.
-func listenExtra(cfg *config.Config, clientTLS *tls.Config, lc *net.ListenConfig) (extraListeners, error) {
+func listenExtra(cfg *config.Config, clientTLS *tls.Config, lc *net.ListenConfig, lg *zap.Logger) (extraListeners, error) {
 	var x extraListeners
 	var err error
-	if x.http, err = listenAll(cfg.ListenClientHttpUrls, clientTLS, lc); err != nil {
+	if x.http, err = listenClientURLs(cfg.ListenClientHttpUrls, clientTLS, lc, lg); err != nil {
 		return x, err
 	}
 	if x.metrics, err = listenAll(cfg.ListenMetricsUrls, clientTLS, lc); err != nil {
@@ -81,10 +80,13 @@ func (x extraListeners) close() {
 }
 
 // serveExtra serves the client HTTP handler on the HTTP-only client URLs
-// and /metrics plus health on the metrics URLs.
+// and /metrics plus health on the metrics URLs. The HTTP-only URLs go
+// through the client mux without gRPC, so that they speak HTTP/1.1 and,
+// over TLS, HTTP/2 as the client URLs do.
 func (m *Member) serveExtra(x extraListeners, clientHTTP http.Handler) {
 	for _, l := range x.http {
-		m.extra = append(m.extra, serveHTTP(logRejected(l, m.lg), clientHTTP, "client HTTP traffic", m.lg))
+		m.client = append(m.client, httpapi.Serve(l, nil, clientHTTP))
+		m.lg.Info("serving client HTTP traffic", zap.String("address", l.Addr().String()))
 	}
 	if len(x.metrics) == 0 {
 		return

@@ -159,28 +159,30 @@ func isSecure(u url.URL) bool { return u.Scheme == "https" || u.Scheme == "unixs
 // are wrapped in TLS with tlsCfg, so everything served on them (gRPC
 // included) sees decrypted connections.
 func listen(u url.URL, tlsCfg *tls.Config, lc *net.ListenConfig) (net.Listener, error) {
-	var (
-		l   net.Listener
-		err error
-	)
 	switch u.Scheme {
-	case "http", "https":
-		l, err = lc.Listen(context.Background(), "tcp", u.Host)
-	case "unix", "unixs":
-		path := u.Host + u.Path
-		os.Remove(path)
-		l, err = net.Listen("unix", path)
+	case "http", "https", "unix", "unixs":
 	default:
 		return nil, fmt.Errorf("cairn: %s URLs (%s) are not supported yet", u.Scheme, u.String())
 	}
+	network, addr := urlAddr(u)
+	if isSecure(u) && tlsCfg == nil {
+		return nil, fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", addr)
+	}
+	l, err := bind(network, addr, lc)
 	if err != nil || !isSecure(u) {
 		return l, err
 	}
-	if tlsCfg == nil {
-		l.Close()
-		return nil, fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", l.Addr())
-	}
 	return tls.NewListener(l, tlsCfg), nil
+}
+
+// bind listens on addr: TCP with lc, or a unix socket file, replacing a
+// stale one left by an earlier run.
+func bind(network, addr string, lc *net.ListenConfig) (net.Listener, error) {
+	if network == "unix" {
+		os.Remove(addr)
+		return net.Listen("unix", addr)
+	}
+	return lc.Listen(context.Background(), "tcp", addr)
 }
 
 // logRejected wraps a TLS client listener so that a failed handshake (no

@@ -156,7 +156,7 @@ func (c *Config) newPeerHTTPClient() *http.Client {
 	if c.PeerLocalAddr != "" {
 		tr.DialContext = peer.Dialer(30*time.Second, c.PeerLocalAddr).DialContext
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: peer.NewHTTPTransport(tr)}
 }
 
 func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }

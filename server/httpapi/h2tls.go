@@ -17,7 +17,8 @@ type tlsStateKey struct{}
 // over TLS. They reach it already decrypted and with their preface
 // replayed, so it speaks HTTP/2 "with prior knowledge"; the TLS state is
 // carried over to every request, where gRPC (client certificate as auth
-// user) and HTTP expect it.
+// user) and HTTP expect it. Without grpcSrv every request goes to
+// httpHandler.
 func newTLSHTTP2Server(grpcSrv *grpc.Server, httpHandler http.Handler) *http.Server {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
@@ -34,7 +35,7 @@ func newTLSHTTP2Server(grpcSrv *grpc.Server, httpHandler http.Handler) *http.Ser
 			if st, ok := r.Context().Value(tlsStateKey{}).(*tls.ConnectionState); ok {
 				r.TLS = st
 			}
-			if isGRPCRequest(r) {
+			if grpcSrv != nil && isGRPCRequest(r) {
 				grpcSrv.ServeHTTP(w, r)
 				return
 			}

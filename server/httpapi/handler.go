@@ -2,7 +2,7 @@
 // listener they share with gRPC.
 //
 // NewHandler serves etcd's operational endpoints: /version, /health, /livez,
-// /readyz (with per-check sub-paths) and /metrics, with etcd's JSON, texts
+// /readyz (with per-check sub-paths), /metrics and /debug/vars, with etcd's JSON, texts
 // and status codes, so load balancers, probes and dashboards built for etcd
 // work unchanged. Serve puts gRPC and HTTP/1.1 on one listener by sniffing
 // each connection's first bytes. The package decides nothing about the
@@ -82,6 +82,7 @@ func NewHandler(h Health, lg *zap.Logger) http.Handler {
 	livez.install(mux, lg)
 	readyz.install(mux, lg)
 	mux.Handle(PathMetrics, promhttp.Handler())
+	mux.Handle(PathDebugVars, debugVarsHandler{h})
 	return mux
 }
 

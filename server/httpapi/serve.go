@@ -57,9 +57,11 @@ type Mux struct {
 }
 
 // Serve starts serving l in the background and returns at once. grpcSrv gets
-// the gRPC connections, httpHandler the HTTP/1.1 requests (a nil httpHandler
-// serves gRPC only and closes other connections). Stop it with
-// Close or Shutdown; Wait returns when everything has stopped.
+// the gRPC connections, httpHandler the HTTP/1.1 requests. A nil
+// httpHandler serves gRPC only and closes other connections; a nil grpcSrv
+// serves HTTP only (--listen-client-http-urls), closing connections that
+// open with the plaintext HTTP/2 preface, as etcd does. Stop it with Close
+// or Shutdown; Wait returns when everything has stopped.
 func Serve(l net.Listener, grpcSrv *grpc.Server, httpHandler http.Handler) *Mux {
 	m := &Mux{
 		root:     l,
@@ -71,7 +73,12 @@ func Serve(l net.Listener, grpcSrv *grpc.Server, httpHandler http.Handler) *Mux 
 		sniffing: map[net.Conn]struct{}{},
 	}
 	m.wg.Add(3)
-	go func() { defer m.wg.Done(); m.recordErr(grpcSrv.Serve(m.grpcConn)) }()
+	go func() {
+		defer m.wg.Done()
+		if grpcSrv != nil {
+			m.recordErr(grpcSrv.Serve(m.grpcConn))
+		}
+	}()
 	go func() { defer m.wg.Done(); m.recordErr(m.httpSrv.Serve(m.httpConn)) }()
 	if !m.grpcOnly {
 		m.h2Srv, m.h2Conn = newTLSHTTP2Server(grpcSrv, httpHandler), newHandoffListener(l.Addr())
@@ -88,7 +95,9 @@ func (m *Mux) Addr() net.Addr { return m.root.Addr() }
 // Close stops at once: the listener closes and open connections are cut.
 func (m *Mux) Close() error {
 	m.stopAccepting()
-	m.grpcSrv.Stop()
+	if m.grpcSrv != nil {
+		m.grpcSrv.Stop()
+	}
 	err := m.httpSrv.Close()
 	if m.h2Srv != nil {
 		m.h2Srv.Close()
@@ -104,7 +113,12 @@ func (m *Mux) Close() error {
 func (m *Mux) Shutdown(ctx context.Context) error {
 	m.stopAccepting()
 	grpcStopped := make(chan struct{})
-	go func() { m.grpcSrv.GracefulStop(); close(grpcStopped) }()
+	go func() {
+		if m.grpcSrv != nil {
+			m.grpcSrv.GracefulStop()
+		}
+		close(grpcStopped)
+	}()
 	err := m.httpSrv.Shutdown(ctx)
 	if m.h2Srv != nil {
 		if h2Err := m.h2Srv.Shutdown(ctx); err == nil {
@@ -114,7 +128,9 @@ func (m *Mux) Shutdown(ctx context.Context) error {
 	select {
 	case <-grpcStopped:
 	case <-ctx.Done():
-		m.grpcSrv.Stop()
+		if m.grpcSrv != nil {
+			m.grpcSrv.Stop()
+		}
 		<-grpcStopped
 		err = ctx.Err()
 	}
@@ -223,6 +239,8 @@ func (m *Mux) dispatch(c net.Conn) {
 	switch {
 	case isGRPC && m.h2Conn != nil && negotiatedH2(c):
 		m.h2Conn.handoff(newTLSH2Conn(pc))
+	case isGRPC && m.grpcSrv == nil:
+		c.Close() // HTTP only: plaintext HTTP/2 is gRPC's, which is not served here
 	case isGRPC:
 		m.grpcConn.handoff(pc)
 	default:

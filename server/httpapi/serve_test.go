@@ -153,3 +153,34 @@ func TestServeShutdownDeadline(t *testing.T) {
 		t.Fatalf("Shutdown: %v, want deadline exceeded", err)
 	}
 }
+
+// TestServeHTTPOnly: without a gRPC server (--listen-client-http-urls) the
+// Mux serves HTTP and closes connections that open with the plaintext
+// HTTP/2 preface, as etcd's HTTP-only listeners do.
+func TestServeHTTPOnly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Serve(l, nil, NewHandler(&fakeHealth{leader: 1}, nil))
+	defer m.Close()
+	checkHTTP(t, l.Addr().String())
+
+	c, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, http2Preface); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read after the HTTP/2 preface: %d bytes, %v; want the connection closed", n, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

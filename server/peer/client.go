@@ -63,21 +63,27 @@ func (c clients) closeIdle() {
 // write that makes no progress within the given time (0: no limit).
 func newClient(d dialSettings, readTimeout, writeTimeout time.Duration) *http.Client {
 	dialer := Dialer(d.timeout, d.localAddr)
+	unixDialer := &net.Dialer{Timeout: d.timeout} // a source address means nothing to a socket file
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dl := dialer
+		if network == "unix" {
+			dl = unixDialer
+		}
+		c, err := dl.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &deadlineConn{Conn: c, read: readTimeout, write: writeTimeout}, nil
+	}
 	tr := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &deadlineConn{Conn: c, read: readTimeout, write: writeTimeout}, nil
-		},
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dial,
 		TLSClientConfig:     d.tls,
 		TLSHandshakeTimeout: d.timeout,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     time.Minute,
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: newSchemeTransport(tr, dial)}
 }
 
 // deadlineConn moves the connection's deadline forward before every read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,6 +201,9 @@ func (s *peerStatus) activeSince() time.Time {
 	return s.since
 }
 
+// peerSchemes are the schemes a peer URL may have, as in etcd.
+var peerSchemes = map[string]bool{"http": true, "https": true, "unix": true, "unixs": true}
+
 // urlPicker keeps using one of the peer's URLs until it fails.
 type urlPicker struct {
 	mu     sync.Mutex
@@ -215,12 +219,12 @@ func newURLPicker(urls []string) (*urlPicker, error) {
 func (p *urlPicker) update(urls []string) error {
 	parsed := make([]url.URL, 0, len(urls))
 	for _, s := range urls {
-		u, err := url.Parse(s)
+		u, err := url.Parse(strings.TrimSpace(s)) // as etcd reads them
 		if err != nil {
 			return err
 		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return errors.New("peer: URL must be http(s)://host:port: " + s)
+		if !peerSchemes[u.Scheme] || u.Host == "" {
+			return errors.New("peer: URL must be http(s):// or unix(s):// with a host: " + s)
 		}
 		parsed = append(parsed, *u)
 	}

@@ -3,7 +3,6 @@ package peer
 import (
 	"context"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -31,7 +30,7 @@ func TestStreamConnTimeouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Stop()
-			dial := tr.clients.stream.Transport.(*http.Transport).DialContext
+			dial := tr.clients.stream.Transport.(*schemeTransport).tcp.DialContext
 			c, err := dial(context.Background(), "tcp", l.Addr().String())
 			if err != nil {
 				t.Fatal(err)

@@ -10,12 +10,13 @@ import (
 // interceptor maps them.
 type kvServer struct {
 	pb.UnimplementedKVServer
-	s         Server
-	maxTxnOps int
+	s               Server
+	maxTxnOps       int
+	maxRequestBytes int // paces RangeStream's target-sorted pages, as etcd's
 }
 
-func newKVServer(s Server, maxTxnOps int) *kvServer {
-	return &kvServer{s: s, maxTxnOps: maxTxnOps}
+func newKVServer(s Server, maxTxnOps, maxRequestBytes int) *kvServer {
+	return &kvServer{s: s, maxTxnOps: maxTxnOps, maxRequestBytes: maxRequestBytes}
 }
 
 func (ks *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {

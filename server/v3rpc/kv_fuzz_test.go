@@ -108,7 +108,7 @@ func newKVFixture(t *testing.T, compact bool) *kvFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &kvFixture{ks: newKVServer(&storeServer{fakeServer: newFakeServer(), a: a}, fuzzMaxTxnOps), kv: kv, model: newKVModel(fuzzLease)}
+	f := &kvFixture{ks: newKVServer(&storeServer{fakeServer: newFakeServer(), a: a}, fuzzMaxTxnOps, DefaultMaxRequestBytes), kv: kv, model: newKVModel(fuzzLease)}
 	for _, r := range seedHistory {
 		if res := a.Apply(context.Background(), r); res.Err != nil {
 			t.Fatal(res.Err)

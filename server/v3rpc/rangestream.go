@@ -26,9 +26,9 @@ var (
 	errRangeStreamRevFilter = status.Error(codes.Unimplemented, "RangeStream does not support revision filters")
 )
 
-// checkRangeStreamRequest rejects what cannot be served in key order page by
-// page, after the checks Range makes. Sort order NONE streams in key order
-// whatever the target; ASCEND by KEY is the same order and allowed.
+// checkRangeStreamRequest rejects what cannot be served page by page, after
+// the checks Range makes: only sort order NONE (any target) and ASCEND by
+// KEY are allowed, as in etcd.
 func checkRangeStreamRequest(r *pb.RangeRequest) error {
 	if err := rangeFlaws(r); err != nil {
 		return err
@@ -64,6 +64,10 @@ func (ks *kvServer) RangeStream(r *pb.RangeRequest, stream grpc.ServerStreamingS
 			return err
 		}
 		return send(resp)
+	}
+	if r.SortOrder == pb.RangeRequest_NONE && r.SortTarget != pb.RangeRequest_KEY {
+		sp := &sortedPager{s: ks.s, send: send, targetBytes: ks.maxRequestBytes}
+		return sp.run(stream.Context(), r)
 	}
 	rs := &rangeStreamer{s: ks.s, send: send, limit: max(0, r.Limit), pageKVs: rangeStreamFirstPageKVs}
 	return rs.run(stream.Context(), r)

@@ -97,7 +97,6 @@ func TestRangeStreamMatchesRange(t *testing.T) {
 		{"empty range", &pb.RangeRequest{Key: []byte("a"), RangeEnd: []byte("b")}},
 		{"serializable", &pb.RangeRequest{Key: all, RangeEnd: allEnd, Serializable: true}},
 		{"ascending by key", &pb.RangeRequest{Key: all, RangeEnd: allEnd, SortOrder: pb.RangeRequest_ASCEND}},
-		{"no order with value target", &pb.RangeRequest{Key: all, RangeEnd: allEnd, SortTarget: pb.RangeRequest_VALUE}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -189,7 +189,7 @@ func memberOptions(s Server, cfg Config) []grpc.ServerOption {
 // registerServices registers KV, Maintenance and health always, and the
 // services the member (or cfg) provides.
 func registerServices(gs *grpc.Server, s Server, cfg Config) {
-	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32))))
+	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32)), int(min(cfg.MaxRequestBytes, math.MaxInt32))))
 	hs := health.NewServer()
 	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
 	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Logger, hn))

@@ -50,7 +50,9 @@ type clusterOpts struct {
 	// bins maps a member index to the executable it runs (default cairn).
 	bins map[int]string
 	// peerScheme is the scheme of the peer URLs (default http); https
-	// needs the peer TLS flags in args.
+	// and unixs need the peer TLS flags in args. unix and unixs URLs name
+	// socket files relative to the working directory, so the members then
+	// share one (the cluster's temp dir).
 	peerScheme string
 }
 
@@ -139,6 +141,9 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			peerURL:   o.peerScheme + "://" + listen[i],
 			logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
 			bin:       o.bins[i],
+		}
+		if strings.HasPrefix(o.peerScheme, "unix") {
+			m.cwd = dir
 		}
 		if ref && m.bin == "" {
 			m.bin = etcdBinary(t)
