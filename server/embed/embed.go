@@ -67,39 +67,8 @@ func StartMember(cfg *config.Config, lg *zap.Logger) (*Member, error) {
 // StartMemberWith opens the member with ext and starts serving. It returns
 // once the listeners are bound; ReadyNotify says when requests are served.
 func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Member, error) {
-	if cfg.DNSCluster != "" {
-		// --discovery-srv: the SRV records are the initial cluster, read
-		// at every start as etcd does.
-		cluster, err := cfg.ClusterFromDNS(lg)
-		if err != nil {
-			return nil, err
-		}
-		resolved := *cfg
-		resolved.InitialCluster = cluster
-		cfg = &resolved
-	}
-	ecfg, err := memberConfig(cfg, lg)
+	cfg, ecfg, err := resolveMemberConfig(cfg, lg, ext)
 	if err != nil {
-		return nil, err
-	}
-	// v3 discovery replaces --initial-cluster when bootstrapping a new
-	// cluster on an empty data dir; a restart trusts its WAL instead.
-	if usesV3Discovery(cfg) && cfg.IsNewCluster() && !ecfg.HasWAL() {
-		if ext.Discover == nil {
-			return nil, errors.New("v3 discovery is not linked into this binary (embed.Extensions.Discover)")
-		}
-		cluster, err := ext.Discover(context.Background(), lg, cfg)
-		if err != nil {
-			return nil, err
-		}
-		discovered := *cfg
-		discovered.InitialCluster = cluster
-		cfg = &discovered
-		if ecfg, err = memberConfig(cfg, lg); err != nil {
-			return nil, err
-		}
-	}
-	if err := verifyInitialCluster(cfg, ecfg); err != nil {
 		return nil, err
 	}
 	sec, err := buildTLS(cfg, lg)
@@ -111,80 +80,166 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 	ecfg.PriorityRequests = cfg.FeatureEnabled("PriorityRequest")
 	ecfg.FastLeaseKeepAlive = cfg.FeatureEnabled("FastLeaseKeepAlive")
 	ecfg.WarningApplyDuration = cfg.WarningApplyDuration
+	var undo undoStack
+	m, err := startMember(cfg, ecfg, sec, ext, lg, &undo)
+	if err != nil {
+		undo.run()
+		return nil, err
+	}
+	go m.watch()
+	go m.notifyWhenReady()
+	return m, nil
+}
+
+// undoStack collects what a failed start must close again, in reverse.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u undoStack) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// resolveMemberConfig settles the initial cluster (from DNS SRV records,
+// or v3 discovery for a new cluster on an empty data dir; a restart
+// trusts its WAL) and checks it, returning the member's configuration.
+func resolveMemberConfig(cfg *config.Config, lg *zap.Logger, ext Extensions) (*config.Config, *etcdserver.Config, error) {
+	if cfg.DNSCluster != "" {
+		// --discovery-srv: read at every start, as etcd does.
+		cluster, err := cfg.ClusterFromDNS(lg)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = withInitialCluster(cfg, cluster)
+	}
+	ecfg, err := memberConfig(cfg, lg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if usesV3Discovery(cfg) && cfg.IsNewCluster() && !ecfg.HasWAL() {
+		if ext.Discover == nil {
+			return nil, nil, errors.New("v3 discovery is not linked into this binary (embed.Extensions.Discover)")
+		}
+		cluster, err := ext.Discover(context.Background(), lg, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = withInitialCluster(cfg, cluster)
+		if ecfg, err = memberConfig(cfg, lg); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cfg, ecfg, verifyInitialCluster(cfg, ecfg)
+}
+
+// withInitialCluster is a copy of cfg with another --initial-cluster.
+func withInitialCluster(cfg *config.Config, cluster string) *config.Config {
+	c := *cfg
+	c.InitialCluster = cluster
+	return &c
+}
+
+// memberListeners are the sockets a member serves on.
+type memberListeners struct {
+	client, peer []net.Listener
+	extra        extraListeners
+}
+
+func listenMember(cfg *config.Config, sec *transportSecurity, lg *zap.Logger, undo *undoStack) (memberListeners, error) {
+	var ls memberListeners
 	lc := listenConfig(cfg.SocketOpts, lg)
 	if err := checkClientHTTPURLs(cfg.ListenClientUrls, cfg.ListenClientHttpUrls); err != nil {
-		return nil, err
+		return ls, err
 	}
-	clientLns, err := listenClientURLs(cfg.ListenClientUrls, sec.client, lc, lg)
-	if err != nil {
-		return nil, err
+	var err error
+	if ls.client, err = listenClientURLs(cfg.ListenClientUrls, sec.client, lc, lg); err != nil {
+		return ls, err
 	}
-	peerLns, err := listenAll(cfg.ListenPeerUrls, sec.peer, lc)
-	if err != nil {
-		closeAll(clientLns)
-		return nil, err
+	undo.push(func() { closeAll(ls.client) })
+	if ls.peer, err = listenAll(cfg.ListenPeerUrls, sec.peer, lc); err != nil {
+		return ls, err
 	}
-	extra, err := listenExtra(cfg, sec.client, lc, lg)
+	undo.push(func() { closeAll(ls.peer) })
+	if ls.extra, err = listenExtra(cfg, sec.client, lc, lg); err != nil {
+		return ls, err
+	}
+	undo.push(ls.extra.close)
+	return ls, nil
+}
+
+// startMember binds the listeners, opens and starts the server, and serves
+// gRPC, HTTP and the peer protocol; what it opened is on undo.
+func startMember(cfg *config.Config, ecfg *etcdserver.Config, sec *transportSecurity, ext Extensions, lg *zap.Logger, undo *undoStack) (*Member, error) {
+	ls, err := listenMember(cfg, sec, lg, undo)
 	if err != nil {
-		closeAll(clientLns)
-		closeAll(peerLns)
 		return nil, err
 	}
 	srv, err := etcdserver.New(ecfg)
 	if err != nil {
-		closeAll(clientLns)
-		closeAll(peerLns)
-		extra.close()
 		return nil, err
 	}
+	undo.push(srv.Stop)
 	if ecfg.InitialCorruptCheck {
 		// Before the member serves anything, as etcd: a member whose data
 		// differs from its peers' must not answer a single request.
 		if err := srv.CheckInitialHashKV(); err != nil {
 			lg.Error("checkInitialHashKV failed", zap.Error(err))
-			srv.Stop()
-			closeAll(clientLns)
-			closeAll(peerLns)
-			extra.close()
 			return nil, err
 		}
 	}
 	m := &Member{Server: srv, lg: lg, errc: make(chan error, 1)}
 	srv.Start()
 	setupMetrics(cfg)
-	logDebug := cfg.LogLevel == "debug"
-	if logDebug {
+	if err := m.startGRPC(cfg, ext, undo); err != nil {
+		return nil, err
+	}
+	handler, err := m.clientHTTP(cfg, sec)
+	if err != nil {
+		return nil, err
+	}
+	m.serve(ls, handler)
+	return m, nil
+}
+
+// startGRPC builds the gRPC server with etcd's services and the client
+// services of ext.
+func (m *Member) startGRPC(cfg *config.Config, ext Extensions, undo *undoStack) error {
+	if cfg.LogLevel == "debug" {
 		// As etcd: gRPC traces RPCs for /debug/requests. gRPC wants this
 		// set before its servers exist; it is process-wide and never unset.
 		grpc.EnableTracing = true
 	}
-	m.grpc = v3rpc.NewServer(srv, v3rpc.Config{
+	m.grpc = v3rpc.NewServer(m.Server, v3rpc.Config{
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
-		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: lg,
+		MaxConcurrentStreams: cfg.MaxConcurrentStreams, Logger: m.lg,
 		KeepAliveMinTime: cfg.GRPCKeepAliveMinTime, KeepAliveInterval: cfg.GRPCKeepAliveInterval, KeepAliveTimeout: cfg.GRPCKeepAliveTimeout,
 		WatchProgressNotifyInterval: cfg.WatchProgressNotifyInterval,
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
-		Auth:                        srv.AuthAdmin(),
+		Auth:                        m.Server.AuthAdmin(),
 	})
-	if m.self, err = startClientServices(m.grpc, ext.ClientServices, lg); err != nil {
+	var err error
+	if m.self, err = startClientServices(m.grpc, ext.ClientServices, m.lg); err != nil {
 		m.grpc.Stop()
-		srv.Stop()
-		closeAll(clientLns)
-		closeAll(peerLns)
-		extra.close()
-		return nil, err
+		return err
 	}
+	// The client services release what they hold after gRPC has stopped.
+	undo.push(func() { m.grpc.Stop(); m.self.close() })
+	return nil
+}
+
+// clientHTTP is the handler of the client URLs' HTTP side: health,
+// version and metrics, the gateway and dashboard when enabled, the debug
+// endpoints and failpoints, all behind etcd's access controller.
+func (m *Member) clientHTTP(cfg *config.Config, sec *transportSecurity) (http.Handler, error) {
+	srv, lg := m.Server, m.lg
 	handler := httpapi.NewHandler(srv, lg)
 	if cfg.EnableGRPCGateway {
+		var err error
 		if m.gw, err = httpapi.NewGateway(m.grpc); err != nil {
-			m.grpc.Stop()
-			m.self.close()
-			srv.Stop()
-			closeAll(clientLns)
-			closeAll(peerLns)
-			extra.close()
 			return nil, err
 		}
 		handler = httpapi.WithGateway(m.gw, handler)
@@ -194,33 +249,36 @@ func StartMemberWith(cfg *config.Config, lg *zap.Logger, ext Extensions) (*Membe
 			lg.Info("dashboard is enabled", zap.String("path", dashboard.Path))
 		}
 	}
+	logDebug := cfg.LogLevel == "debug"
 	if cfg.EnablePprof || logDebug {
 		lg.Info("pprof is enabled", zap.String("path", "/debug/pprof"))
 	}
 	handler = debugEndpoints(handler, cfg.EnablePprof, logDebug)
 	handler = failpoint.Mount(handler) // the handler itself without -tags failpoints
-	handler = httpapi.WithAccessControl(httpapi.AccessConfig{
+	return httpapi.WithAccessControl(httpapi.AccessConfig{
 		CORS:          cfg.CORS,
 		HostWhitelist: cfg.HostWhitelist,
 		RejectGatewayCertCN: func() bool {
 			return cfg.ClientTLSInfo.ClientCertAuth && cfg.EnableGRPCGateway && srv.AuthStore().IsAuthEnabled()
 		},
-	}, handler, lg)
+	}, handler, lg), nil
+}
+
+// serve starts serving every listener: client URLs (gRPC, and HTTP unless
+// --listen-client-http-urls takes it), peer URLs, and the extra URLs.
+func (m *Member) serve(ls memberListeners, handler http.Handler) {
 	clientHandler := handler
-	if len(extra.http) > 0 {
+	if len(ls.extra.http) > 0 {
 		clientHandler = nil // gRPC only: HTTP has its own URLs
 	}
-	for _, l := range clientLns {
+	for _, l := range ls.client {
 		m.client = append(m.client, httpapi.Serve(l, m.grpc, clientHandler))
-		lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
+		m.lg.Info("serving client traffic", zap.String("address", l.Addr().String()))
 	}
-	for _, l := range peerLns {
-		m.peer = append(m.peer, servePeer(l, srv.PeerHandler(), lg))
+	for _, l := range ls.peer {
+		m.peer = append(m.peer, servePeer(l, m.Server.PeerHandler(), m.lg))
 	}
-	m.serveExtra(extra, handler)
-	go m.watch()
-	go m.notifyWhenReady()
-	return m, nil
+	m.serveExtra(ls.extra, handler)
 }
 
 // ReadyNotify is closed when the member serves client requests.
