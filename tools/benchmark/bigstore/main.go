@@ -83,9 +83,9 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.window, "probe-window", c.window, "length of the probe's windows before and after a maintenance call")
 	fs.DurationVar(&c.probeInterval, "probe-interval", c.probeInterval, "time between two probe puts")
 	fs.IntVar(&c.probeKeys, "probe-keys", c.probeKeys, "distinct keys the probe writes in turn")
-	fs.StringVar(&c.cairnBin, "cairn-bin", "", "cairn binary to use instead of building ./cmd/cairn")
+	fs.StringVar(&c.cairnBin, "cairn-bin", "", "cairn binary to use instead of building cmd/cairn")
 	fs.StringVar(&c.etcdBin, "etcd-bin", "", "etcd binary to use (implies BENCH_ETCD=1) instead of tests/compat/etcdtools'")
-	fs.StringVar(&c.benchBin, "benchmark-bin", "", "benchmark binary to use instead of building ./tools/benchmark")
+	fs.StringVar(&c.benchBin, "benchmark-bin", "", "benchmark binary to use instead of building tools/benchmark")
 }
 
 func (c *config) validate() error {
@@ -160,7 +160,7 @@ func resolveBinaries(cfg *config, tmp string, log func(string, ...any)) error {
 	for _, b := range []struct {
 		bin *string
 		pkg string
-	}{{&cfg.cairnBin, "./cmd/cairn"}, {&cfg.benchBin, "./tools/benchmark"}} {
+	}{{&cfg.cairnBin, "github.com/cairnkv/cairn/cmd/cairn"}, {&cfg.benchBin, "github.com/cairnkv/cairn/tools/benchmark"}} {
 		if *b.bin != "" {
 			continue
 		}

@@ -251,17 +251,26 @@ func writeComparison(b *strings.Builder, res *result, figures []figure) {
 			v, ok := f.get(res.Runs[s])
 			vals[i] = math.NaN()
 			if !ok {
-				fmt.Fprintf(b, " |")
+				cell(b, "")
 				continue
 			}
 			vals[i] = v
-			fmt.Fprintf(b, " %s |", f.unit.format(v))
+			cell(b, f.unit.format(v))
 		}
 		if twoWay {
-			fmt.Fprintf(b, " %s |", ratio(vals[0], vals[1]))
+			cell(b, ratio(vals[0], vals[1]))
 		}
 		fmt.Fprintln(b)
 	}
+}
+
+// cell prints one table cell; an empty one as " |".
+func cell(b *strings.Builder, s string) {
+	if s == "" {
+		b.WriteString(" |")
+		return
+	}
+	fmt.Fprintf(b, " %s |", s)
 }
 
 func writeRestartSamples(b *strings.Builder, res *result) {

@@ -195,8 +195,8 @@ func Tail(path string) string {
 func logPath(dir, name string) string { return filepath.Join(dir, name+".log") }
 func dataDir(dir, name string) string { return filepath.Join(dir, name+".data") }
 
-// Build compiles the Go package pkg (e.g. "./cmd/cairn") of the module in
-// the current directory into out.
+// Build compiles the Go package pkg (an import path, or a directory such
+// as "./cmd/cairn" relative to the current one) into out.
 func Build(out, pkg string) error {
 	if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
