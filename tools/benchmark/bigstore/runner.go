@@ -162,12 +162,16 @@ func (r *runner) loadSecond(ctx context.Context, s *server) error {
 	return err
 }
 
+// stopTimeout is how long a big store may take to exit after SIGTERM
+// before it is killed (and the run fails).
+const stopTimeout = 5 * time.Minute
+
 // stop stops a running member and records the time SIGTERM took.
 func (r *runner) stop(s *server) (time.Duration, error) {
 	if s.c == nil || s.member().Alive() != nil {
 		return 0, nil
 	}
-	took, err := s.member().Stop(cluster.StopTimeout)
+	took, err := s.member().Stop(stopTimeout)
 	if err != nil {
 		return took, err
 	}
