@@ -31,6 +31,9 @@ type probeSample struct {
 	at      time.Duration // scheduled send time, from the probe's start
 	latency time.Duration
 	err     error
+	// late is how long after its scheduled time the put was sent: the
+	// probe's own scheduling delay on a busy machine, not the server's.
+	late time.Duration
 }
 
 // probe is a running open-loop probe.
@@ -103,8 +106,9 @@ func (p *probe) put(ctx context.Context, n int, at time.Duration) {
 	sent := time.Now()
 	_, err := p.kv.Put(ctx, req)
 	lat := time.Since(sent)
+	late := max(sent.Sub(p.start.Add(at)), 0)
 	p.mu.Lock()
-	p.samples = append(p.samples, probeSample{at: at, latency: lat, err: err})
+	p.samples = append(p.samples, probeSample{at: at, latency: lat, err: err, late: late})
 	p.mu.Unlock()
 }
 
@@ -133,6 +137,7 @@ func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration
 		{callEnd, callEnd + width},
 	}
 	recs := [3]*stats.Recorder{}
+	var late [3]time.Duration
 	for i := range recs {
 		recs[i] = stats.NewRecorder(stats.Unlimited)
 	}
@@ -140,6 +145,7 @@ func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration
 		for i, b := range bounds {
 			if s.at >= b[0] && s.at < b[1] {
 				recs[i].Record(s.latency, s.err)
+				late[i] = max(late[i], s.late)
 				break
 			}
 		}
@@ -147,6 +153,7 @@ func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration
 	out := make([]probeWindow, len(recs))
 	for i, rec := range recs {
 		out[i] = summarise(windowNames[i], rec, bounds[i][1]-bounds[i][0])
+		out[i].MaxSendDelay = late[i].Seconds()
 	}
 	return out
 }

@@ -174,6 +174,7 @@ func maintenanceFigures(of func(*serverResult) *maintenanceResult) []figure {
 			figure{p + "max", millis, get(w(func(w probeWindow) float64 { return w.Max }))},
 			figure{p + "puts", count, get(w(func(w probeWindow) float64 { return float64(w.Succeeded) }))},
 			figure{p + "errors", count, get(w(func(w probeWindow) float64 { return float64(w.Failed) }))},
+			figure{p + "send delay max", millis, get(w(func(w probeWindow) float64 { return w.MaxSendDelay }))},
 		)
 	}
 	return append(figs, sizeFigures("after: ", func(r *serverResult) (sizes, bool) {

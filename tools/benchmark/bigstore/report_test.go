@@ -18,22 +18,22 @@ func TestSplitWindows(t *testing.T) {
 	// the window its scheduled time falls in, bounds [start, end).
 	boom := errors.New("boom")
 	samples := []probeSample{
-		{at: ms(-1), latency: ms(900)},   // before the first window: dropped
-		{at: ms(0), latency: ms(1)},      // first instant of "before"
-		{at: ms(50), latency: ms(3)},     // before
-		{at: ms(99), latency: ms(2)},     // before
-		{at: ms(60), err: boom},          // before, failed
-		{at: ms(100), latency: ms(40)},   // first instant of "during"
-		{at: ms(129), latency: ms(10)},   // during
-		{at: ms(130), latency: ms(5)},    // first instant of "after"
-		{at: ms(229), latency: ms(7)},    // after
-		{at: ms(230), latency: ms(1000)}, // past the last window: dropped
+		{at: ms(-1), latency: ms(900)},              // before the first window: dropped
+		{at: ms(0), latency: ms(1)},                 // first instant of "before"
+		{at: ms(50), latency: ms(3)},                // before
+		{at: ms(99), latency: ms(2)},                // before
+		{at: ms(60), err: boom},                     // before, failed
+		{at: ms(100), latency: ms(40)},              // first instant of "during"
+		{at: ms(129), latency: ms(10), late: ms(4)}, // during, sent 4 ms late
+		{at: ms(130), latency: ms(5)},               // first instant of "after"
+		{at: ms(229), latency: ms(7)},               // after
+		{at: ms(230), latency: ms(1000)},            // past the last window: dropped
 	}
 	got := splitWindows(samples, ms(100), ms(130), ms(100))
 	want := []probeWindow{
 		{Name: "before", Seconds: 0.1, Succeeded: 3, Failed: 1, P50: 0.002, P99: 0.003, Max: 0.003,
 			Errors: []errorCount{{Message: "boom", Count: 1}}},
-		{Name: "during", Seconds: 0.03, Succeeded: 2, P50: 0.010, P99: 0.040, Max: 0.040},
+		{Name: "during", Seconds: 0.03, Succeeded: 2, P50: 0.010, P99: 0.040, Max: 0.040, MaxSendDelay: 0.004},
 		{Name: "after", Seconds: 0.1, Succeeded: 2, P50: 0.005, P99: 0.007, Max: 0.007},
 	}
 	if len(got) != len(want) {
@@ -42,7 +42,8 @@ func TestSplitWindows(t *testing.T) {
 	for i := range want {
 		g, w := got[i], want[i]
 		if g.Name != w.Name || !near(g.Seconds, w.Seconds) || g.Succeeded != w.Succeeded || g.Failed != w.Failed ||
-			!near(g.P50, w.P50) || !near(g.P99, w.P99) || !near(g.Max, w.Max) || !slices.Equal(g.Errors, w.Errors) {
+			!near(g.P50, w.P50) || !near(g.P99, w.P99) || !near(g.Max, w.Max) || !slices.Equal(g.Errors, w.Errors) ||
+			!near(g.MaxSendDelay, w.MaxSendDelay) {
 			t.Errorf("window %d = %+v, want %+v", i, g, w)
 		}
 	}

@@ -112,6 +112,9 @@ type probeWindow struct {
 	P99       float64      `json:"p99_seconds"`
 	Max       float64      `json:"max_seconds"`
 	Errors    []errorCount `json:"errors,omitempty"`
+	// MaxSendDelay is the longest a put left after its scheduled time:
+	// large values mean the probe itself was starved of CPU.
+	MaxSendDelay float64 `json:"max_send_delay_seconds"`
 }
 
 type errorCount struct {
