@@ -220,6 +220,7 @@ func markdown(res *result) string {
 		"MB = 10^6 bytes; sizes are apparent file sizes; latencies of successful requests only.\n",
 		thousands(cfg.Keys), cfg.KeyBytes, cfg.ValueBytes, cfg.Versions, cfg.Clients, cfg.Conns,
 		cfg.QuotaBackendBytes, seconds.format(cfg.ProbeInterval*1000)+" ms", cfg.ProbeKeys, seconds.format(cfg.ProbeWindow)+" s")
+	fmt.Fprintf(&b, "\n%s\n", noiseSummary(res.Phases))
 	for _, t := range comparisonTables(cfg) {
 		fmt.Fprintf(&b, "\n## %s\n\n", t.title)
 		writeComparison(&b, res, t.figures)
@@ -291,6 +292,25 @@ func writePhases(b *strings.Builder, res *result) {
 	for _, p := range res.Phases {
 		fmt.Fprintf(b, "| %s | %s | %.1f | %.2f → %.2f | %.2f | %.2f |\n", p.Server, p.Phase, p.Seconds, p.Load1Start, p.Load1End, p.OwnCores, p.OtherCores)
 	}
+}
+
+// noiseSummary says in one sentence how busy the machine was, so a reader
+// sees a noisy run before reading its figures.
+func noiseSummary(phases []phaseFigures) string {
+	var other, load []float64
+	for _, p := range phases {
+		if p.Seconds >= 1 { // a stop of a few milliseconds says nothing
+			other = append(other, p.OtherCores)
+			load = append(load, p.Load1Start, p.Load1End)
+		}
+	}
+	if len(other) == 0 {
+		return "Machine load: not measured."
+	}
+	med, _ := median(other)
+	return fmt.Sprintf("Machine load: other processes used %.2f cores in the median phase (%.2f to %.2f); "+
+		"1-minute load average %.2f to %.2f (see the last table).",
+		med, slices.Min(other), slices.Max(other), slices.Min(load), slices.Max(load))
 }
 
 func boolInt(b bool) int {

@@ -179,7 +179,12 @@ func sampleResult() *result {
 		},
 		Restarts: []restartSample{{StopSeconds: 4, ReadySeconds: 12, FirstGetSeconds: 14, RSSAtGet: 400e6}},
 	}
-	res.Phases = []phaseFigures{{Server: "cairn", Phase: "load v1", Seconds: 12.34, Load1Start: 1, Load1End: 2.5, OwnCores: 1.5, OtherCores: 0.25}}
+	res.Phases = []phaseFigures{
+		{Server: "cairn", Phase: "load v1", Seconds: 12.34, Load1Start: 1, Load1End: 2.5, OwnCores: 1.5, OtherCores: 0.25},
+		{Server: "etcd", Phase: "load v1", Seconds: 10, Load1Start: 2.5, Load1End: 3, OwnCores: 1, OtherCores: 0.75},
+		{Server: "etcd", Phase: "load v2", Seconds: 10, Load1Start: 3, Load1End: 0.5, OwnCores: 1, OtherCores: 1},
+		{Server: "etcd", Phase: "stop", Seconds: 0.01, Load1Start: 9, Load1End: 9, OtherCores: 2}, // too short to count
+	}
 	return res
 }
 
@@ -208,6 +213,7 @@ func TestMarkdownPutsServersSideBySide(t *testing.T) {
 		"## Defragmentation",
 		"| cairn | 2 | 3.00 | 3.00 | 4.00 | 300.0 |",
 		"| cairn | load v1 | 12.3 | 1.00 → 2.50 | 1.50 | 0.25 |",
+		"other processes used 0.75 cores in the median phase (0.25 to 1.00); 1-minute load average 0.50 to 3.00",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

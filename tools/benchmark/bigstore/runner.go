@@ -29,7 +29,7 @@ func (s *server) member() *cluster.Member { return s.c.Members[0] }
 // pid is the running member's process ID, or 0 when none runs (the
 // noise meter then has no server to subtract).
 func (s *server) pid() int {
-	if s.c == nil || s.member().Alive() != nil {
+	if s.c == nil || !s.member().Running() {
 		return 0
 	}
 	return s.member().PID()
@@ -168,7 +168,7 @@ const stopTimeout = 5 * time.Minute
 
 // stop stops a running member and records the time SIGTERM took.
 func (r *runner) stop(s *server) (time.Duration, error) {
-	if s.c == nil || s.member().Alive() != nil {
+	if s.c == nil || !s.member().Running() {
 		return 0, nil
 	}
 	took, err := s.member().Stop(stopTimeout)

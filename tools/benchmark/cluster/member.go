@@ -117,14 +117,22 @@ func (m *Member) Exited() <-chan struct{} {
 	return m.exited
 }
 
-// Alive returns an error with the log's tail if the process has exited.
-func (m *Member) Alive() error {
+// Running reports whether the latest process is still running.
+func (m *Member) Running() bool {
 	select {
 	case <-m.Exited():
-		return fmt.Errorf("%s exited; log %s:\n%s", m.Name, m.LogPath, Tail(m.LogPath))
+		return false
 	default:
+		return true
+	}
+}
+
+// Alive returns an error with the log's tail if the process has exited.
+func (m *Member) Alive() error {
+	if m.Running() {
 		return nil
 	}
+	return fmt.Errorf("%s exited; log %s:\n%s", m.Name, m.LogPath, Tail(m.LogPath))
 }
 
 // AwaitHealthy polls /health until it answers 200, the process exits or
