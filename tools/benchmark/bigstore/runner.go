@@ -61,8 +61,8 @@ func newRunner(cfg config, tmp string, log func(string, ...any)) *runner {
 	return r
 }
 
-// runAll runs every phase, the servers taking turns, and stops whatever
-// still runs at the end (also after a failure).
+// runAll runs every phase, the servers taking turns. Every turn ends with
+// the member stopped; after a failure whatever still runs is stopped.
 func (r *runner) runAll(ctx context.Context) error {
 	defer func() {
 		for _, s := range r.servers {
@@ -79,11 +79,6 @@ func (r *runner) runAll(ctx context.Context) error {
 					return fmt.Errorf("%s, %s: %w", s.name, p.name, err)
 				}
 			}
-		}
-	}
-	for _, s := range r.servers {
-		if _, err := r.stop(s); err != nil {
-			return err
 		}
 	}
 	return nil
