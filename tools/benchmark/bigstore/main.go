@@ -30,7 +30,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -157,16 +159,20 @@ func run(ctx context.Context, cfg config, log func(string, ...any)) error {
 // resolveBinaries builds cairn and the benchmark tool and finds etcd,
 // unless the flags name them.
 func resolveBinaries(cfg *config, tmp string, log func(string, ...any)) error {
+	binDir := filepath.Join(tmp, "bin")
+	var pkgs []string
 	for _, b := range []struct {
 		bin *string
 		pkg string
 	}{{&cfg.cairnBin, "github.com/cairnkv/cairn/cmd/cairn"}, {&cfg.benchBin, "github.com/cairnkv/cairn/tools/benchmark"}} {
-		if *b.bin != "" {
-			continue
+		if *b.bin == "" {
+			*b.bin = filepath.Join(binDir, path.Base(b.pkg))
+			pkgs = append(pkgs, b.pkg)
 		}
-		*b.bin = filepath.Join(tmp, "bin", filepath.Base(b.pkg))
-		log("building %s", b.pkg)
-		if err := cluster.Build(*b.bin, b.pkg); err != nil {
+	}
+	if len(pkgs) > 0 {
+		log("building %s", strings.Join(pkgs, " and "))
+		if err := cluster.Build(binDir, pkgs...); err != nil {
 			return err
 		}
 	}

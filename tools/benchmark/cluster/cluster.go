@@ -195,11 +195,14 @@ func Tail(path string) string {
 func logPath(dir, name string) string { return filepath.Join(dir, name+".log") }
 func dataDir(dir, name string) string { return filepath.Join(dir, name+".data") }
 
-// Build compiles the Go package pkg (an import path, or a directory such
-// as "./cmd/cairn" relative to the current one) into out.
-func Build(out, pkg string) error {
-	if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+// Build compiles the main packages pkgs (import paths, or directories
+// such as "./cmd/cairn" relative to the current one) into dir, each
+// binary named after the last element of its path. One go build for all
+// of them lets the go command compile and link them in parallel.
+func Build(dir string, pkgs ...string) error {
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	if msg, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, msg)
 	}
 	return nil
 }

@@ -149,11 +149,9 @@ func schedule(servers []server, rounds int) []run {
 // fetches etcd; it returns the servers to run.
 func build(dir string, opts options) ([]server, string, error) {
 	cairn, bench := filepath.Join(dir, "cairn"), filepath.Join(dir, "benchmark")
-	for _, b := range [][2]string{{cairn, "./cmd/cairn"}, {bench, "./tools/benchmark"}} {
-		fmt.Fprintf(os.Stderr, "bench: building %s\n", b[1])
-		if err := cluster.Build(b[0], b[1]); err != nil {
-			return nil, "", err
-		}
+	fmt.Fprintf(os.Stderr, "bench: building ./cmd/cairn and ./tools/benchmark\n")
+	if err := cluster.Build(dir, "./cmd/cairn", "./tools/benchmark"); err != nil {
+		return nil, "", err
 	}
 	servers := []server{{"cairn", cairn}}
 	if opts.base != "" {
