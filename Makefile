@@ -5,3 +5,12 @@
 .PHONY: bench
 bench:
 	go run ./tools/benchmark/suite -out bench-report
+
+# make bench-big: the big-store benchmark (issue 15): a fresh cairn member
+# (and etcd with BENCH_ETCD=1) loaded with KEYS sequential keys x 2 versions,
+# then restarts, compaction and defrag under a probe; writes bench-big-report/.
+# KEYS=50000 gives a quick run; ARGS passes further flags (e.g. --skip-defrag).
+KEYS ?= 1000000
+.PHONY: bench-big
+bench-big:
+	go run ./tools/benchmark/bigstore -out bench-big-report --keys $(KEYS) $(ARGS)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,12 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairnkv/cairn/tools/benchmark/procfs"
 	"github.com/cairnkv/cairn/tools/benchmark/stats"
 )
 
 // procRoot is where the kernel's process files are; tests point it at a
 // fake tree.
-var procRoot = "/proc"
+var procRoot = procfs.Root
 
 // serverPIDs resolves --rss-pid and --rss-process-name to process IDs
 // before the run, so that a typo fails at once instead of after minutes of
@@ -82,49 +82,11 @@ func findProcesses(root, name string) ([]int, error) {
 // readPeakRSS reads a process's name and its peak resident set size
 // (VmHWM) from <root>/<pid>/status.
 func readPeakRSS(root string, pid int) (stats.ServerMemory, error) {
-	f, err := os.Open(filepath.Join(root, strconv.Itoa(pid), "status"))
+	mem, err := procfs.ReadMemory(root, pid)
 	if err != nil {
 		return stats.ServerMemory{}, err
 	}
-	defer f.Close()
-	mem := stats.ServerMemory{PID: pid, PeakRSSBytes: -1}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		switch key {
-		case "Name":
-			mem.Name = strings.TrimSpace(value)
-		case "VmHWM":
-			mem.PeakRSSBytes, err = parseKB(value)
-			if err != nil {
-				return stats.ServerMemory{}, fmt.Errorf("pid %d: VmHWM: %w", pid, err)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return stats.ServerMemory{}, err
-	}
-	if mem.PeakRSSBytes < 0 {
-		// Kernel threads and zombies have no memory lines.
-		return stats.ServerMemory{}, fmt.Errorf("pid %d has no VmHWM line (kernel thread or exited?)", pid)
-	}
-	return mem, nil
-}
-
-// parseKB parses a status value such as "  123456 kB" into bytes.
-func parseKB(value string) (int64, error) {
-	fields := strings.Fields(value)
-	if len(fields) != 2 || fields[1] != "kB" {
-		return 0, fmt.Errorf("unexpected value %q", value)
-	}
-	n, err := strconv.ParseInt(fields[0], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	return n * 1024, nil
+	return stats.ServerMemory{PID: pid, Name: mem.Name, PeakRSSBytes: mem.PeakRSSBytes}, nil
 }
 
 // serverMemory reads the peak RSS of every watched process after a run.

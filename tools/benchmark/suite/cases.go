@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/cairnkv/cairn/tools/benchmark/cluster"
 )
 
 // benchCase is one run of the benchmark tool in the standard suite.
@@ -106,10 +108,10 @@ type memory struct {
 
 // runCase runs one case against c, keeping its text and JSON reports in
 // dir, and returns its rows and the servers' peak memory so far.
-func runCase(ctx context.Context, bench string, c *cluster, bc benchCase, dir string, r run) ([]row, []memory, error) {
+func runCase(ctx context.Context, bench string, c *cluster.Cluster, bc benchCase, dir string, r run) ([]row, []memory, error) {
 	base := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(bc.name))
-	args := []string{"--endpoints", c.endpoints(), "--rss-pid", c.pids(), "--no-progress", "--report-json", base + ".json"}
-	if len(c.members) > 1 {
+	args := []string{"--endpoints", c.Endpoints(), "--rss-pid", c.PIDs(), "--no-progress", "--report-json", base + ".json"}
+	if len(c.Members) > 1 {
 		args = append(args, "--all-members")
 	}
 	args = append(args, bc.args...)
@@ -122,16 +124,16 @@ func runCase(ctx context.Context, bench string, c *cluster, bc benchCase, dir st
 	cmd.Stdout = out
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	before, err := sampleCPU("/proc", c.pidList())
+	before, err := sampleCPU("/proc", c.PIDList())
 	if err != nil {
 		return nil, nil, err
 	}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w\n%s%s", bc.name, err, stderr.String(), c.alive())
+		return nil, nil, fmt.Errorf("%s: %w\n%s%s", bc.name, err, stderr.String(), c.Alive())
 	}
 	wall := time.Since(start).Seconds()
-	after, err := sampleCPU("/proc", c.pidList())
+	after, err := sampleCPU("/proc", c.PIDList())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tools/benchmark/cluster"
 )
 
 func main() {
@@ -149,11 +149,9 @@ func schedule(servers []server, rounds int) []run {
 // fetches etcd; it returns the servers to run.
 func build(dir string, opts options) ([]server, string, error) {
 	cairn, bench := filepath.Join(dir, "cairn"), filepath.Join(dir, "benchmark")
-	for _, b := range [][2]string{{cairn, "./cmd/cairn"}, {bench, "./tools/benchmark"}} {
-		fmt.Fprintf(os.Stderr, "bench: building %s\n", b[1])
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return nil, "", fmt.Errorf("go build %s: %w\n%s", b[1], err, out)
-		}
+	fmt.Fprintf(os.Stderr, "bench: building ./cmd/cairn and ./tools/benchmark\n")
+	if err := cluster.Build(dir, "./cmd/cairn", "./tools/benchmark"); err != nil {
+		return nil, "", err
 	}
 	servers := []server{{"cairn", cairn}}
 	if opts.base != "" {
@@ -185,11 +183,11 @@ func runOne(ctx context.Context, r run, bench, tmp, outDir string, res *result) 
 		}
 	}
 	fmt.Fprintf(os.Stderr, "bench: starting %s\n", label)
-	c, err := startCluster(ctx, r.bin, dir, r.members)
+	c, err := cluster.Start(ctx, cluster.Options{Bin: r.bin, Dir: dir, Members: r.members})
 	if err != nil {
 		return fmt.Errorf("%s: %w", label, err)
 	}
-	defer c.stop()
+	defer c.Stop()
 	var peak []memory
 	for _, bc := range standardSuite() {
 		start := time.Now()
@@ -201,7 +199,7 @@ func runOne(ctx context.Context, r run, bench, tmp, outDir string, res *result) 
 		res.Rows = append(res.Rows, rows...)
 		peak = mem // VmHWM only grows: the last case holds the peak
 	}
-	if err := c.alive(); err != nil {
+	if err := c.Alive(); err != nil {
 		return errors.Join(fmt.Errorf("%s", label), err)
 	}
 	mem := memoryRow{Server: r.server, Members: r.members, Round: r.round}
