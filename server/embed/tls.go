@@ -31,17 +31,39 @@ type transportSecurity struct {
 // buildTLS resolves --auto-tls / --peer-auto-tls, checks the listen URLs
 // against the certificates given, and builds the TLS configurations.
 func buildTLS(cfg *config.Config, lg *zap.Logger) (*transportSecurity, error) {
-	suites, err := tlsutil.CipherSuites(cfg.CipherSuites)
+	clientInfo, peerInfo, err := tlsInfos(cfg, lg)
 	if err != nil {
 		return nil, err
+	}
+	clientURLs := append(append([]url.URL{}, cfg.ListenClientUrls...), cfg.ListenClientHttpUrls...)
+	if clientInfo, err = withAutoTLS(cfg, lg, clientInfo, cfg.ClientAutoTLS, "client", clientURLs); err != nil {
+		return nil, err
+	}
+	if peerInfo, err = withAutoTLS(cfg, lg, peerInfo, cfg.PeerAutoTLS, "peer", cfg.ListenPeerUrls); err != nil {
+		return nil, err
+	}
+	if err := checkURLSecurity(lg, clientURLs, clientInfo, clientURLMessages); err != nil {
+		return nil, err
+	}
+	if err := checkURLSecurity(lg, cfg.ListenPeerUrls, peerInfo, peerURLMessages); err != nil {
+		return nil, err
+	}
+	return tlsConfigs(cfg, lg, clientInfo, peerInfo)
+}
+
+// tlsInfos are the client and peer TLS settings of cfg's flags.
+func tlsInfos(cfg *config.Config, lg *zap.Logger) (client, peer tlsutil.Info, err error) {
+	suites, err := tlsutil.CipherSuites(cfg.CipherSuites)
+	if err != nil {
+		return client, peer, err
 	}
 	minV, err := tlsutil.Version(cfg.TlsMinVersion)
 	if err != nil {
-		return nil, err
+		return client, peer, err
 	}
 	maxV, err := tlsutil.Version(cfg.TlsMaxVersion)
 	if err != nil {
-		return nil, err
+		return client, peer, err
 	}
 	common := func(ti config.TLSInfo) tlsutil.Info {
 		return tlsutil.Info{
@@ -52,59 +74,84 @@ func buildTLS(cfg *config.Config, lg *zap.Logger) (*transportSecurity, error) {
 			CipherSuites: suites, MinVersion: minV, MaxVersion: maxV, Logger: lg,
 		}
 	}
-	clientInfo, peerInfo := common(cfg.ClientTLSInfo), common(cfg.PeerTLSInfo)
-	peerInfo.CheckClientSAN = !cfg.PeerTLSInfo.SkipClientSANVerify
+	client, peer = common(cfg.ClientTLSInfo), common(cfg.PeerTLSInfo)
+	peer.CheckClientSAN = !cfg.PeerTLSInfo.SkipClientSANVerify
+	return client, peer, nil
+}
 
-	if cfg.ClientAutoTLS {
-		if !clientInfo.Empty() {
-			lg.Warn("ignoring client auto TLS since certs given")
-		} else {
-			var hosts []string
-			for _, u := range append(append([]url.URL{}, cfg.ListenClientUrls...), cfg.ListenClientHttpUrls...) {
-				hosts = append(hosts, u.Host)
-			}
-			if clientInfo, err = autoTLS(lg, clientInfo, filepath.Join(cfg.Dir, "fixtures", "client"), hosts, cfg.SelfSignedCertValidity); err != nil {
-				return nil, fmt.Errorf("failed to get client self-signed certs: %w", err)
-			}
+// withAutoTLS replaces empty settings by a self-signed certificate for the
+// hosts of urls when --auto-tls (or --peer-auto-tls) asks for one; given
+// certificates win, with etcd's warning.
+func withAutoTLS(cfg *config.Config, lg *zap.Logger, info tlsutil.Info, auto bool, side string, urls []url.URL) (tlsutil.Info, error) {
+	if !auto {
+		return info, nil
+	}
+	if !info.Empty() {
+		lg.Warn("ignoring " + side + " auto TLS since certs given")
+		return info, nil
+	}
+	var hosts []string
+	for _, u := range urls {
+		hosts = append(hosts, u.Host)
+	}
+	out, err := autoTLS(lg, info, filepath.Join(cfg.Dir, "fixtures", side), hosts, cfg.SelfSignedCertValidity)
+	if err != nil {
+		return info, fmt.Errorf("failed to get %s self-signed certs: %w", side, err)
+	}
+	return out, nil
+}
+
+// urlMessages are etcd's texts about a listen URL whose scheme and TLS
+// settings disagree, for client or for peer URLs.
+type urlMessages struct {
+	missingCert func(u url.URL) error
+	ignoredCert string
+	ignoredAuth string
+	urlField    string
+}
+
+var (
+	clientURLMessages = urlMessages{
+		missingCert: func(u url.URL) error {
+			return fmt.Errorf("TLS key/cert (--cert-file, --key-file) must be provided for client url %s with HTTPS scheme", u.String())
+		},
+		ignoredCert: "scheme is http or unix while key and cert files are present; ignoring key and cert files",
+		ignoredAuth: "scheme is http or unix while --client-cert-auth is enabled; ignoring client cert auth for this URL",
+		urlField:    "client-url",
+	}
+	peerURLMessages = urlMessages{
+		missingCert: func(u url.URL) error {
+			return fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", u.Host)
+		},
+		ignoredCert: "scheme is HTTP while key and cert files are present; ignoring key and cert files",
+		ignoredAuth: "scheme is HTTP while --peer-client-cert-auth is enabled; ignoring client cert auth for this URL",
+		urlField:    "peer-url",
+	}
+)
+
+// checkURLSecurity refuses a TLS URL without certificates and warns about
+// certificates or client-certificate auth on a plaintext URL, as etcd does.
+func checkURLSecurity(lg *zap.Logger, urls []url.URL, info tlsutil.Info, msg urlMessages) error {
+	for _, u := range urls {
+		switch {
+		case isSecure(u) && info.Empty():
+			return msg.missingCert(u)
+		case !isSecure(u) && !info.Empty():
+			lg.Warn(msg.ignoredCert, zap.String(msg.urlField, u.String()))
+		}
+		if !isSecure(u) && info.ClientCertAuth {
+			lg.Warn(msg.ignoredAuth, zap.String(msg.urlField, u.String()))
 		}
 	}
-	if cfg.PeerAutoTLS {
-		if !peerInfo.Empty() {
-			lg.Warn("ignoring peer auto TLS since certs given")
-		} else {
-			var hosts []string
-			for _, u := range cfg.ListenPeerUrls {
-				hosts = append(hosts, u.Host)
-			}
-			if peerInfo, err = autoTLS(lg, peerInfo, filepath.Join(cfg.Dir, "fixtures", "peer"), hosts, cfg.SelfSignedCertValidity); err != nil {
-				return nil, fmt.Errorf("failed to get peer self-signed certs: %w", err)
-			}
-		}
-	}
+	return nil
+}
 
+// tlsConfigs builds the TLS configurations the member needs from the
+// settings: serving clients and peers, dialing peers, and (for the
+// dashboard) dialing other members' client URLs.
+func tlsConfigs(cfg *config.Config, lg *zap.Logger, clientInfo, peerInfo tlsutil.Info) (*transportSecurity, error) {
 	ts := &transportSecurity{}
-	for _, u := range append(append([]url.URL{}, cfg.ListenClientUrls...), cfg.ListenClientHttpUrls...) {
-		switch {
-		case isSecure(u) && clientInfo.Empty():
-			return nil, fmt.Errorf("TLS key/cert (--cert-file, --key-file) must be provided for client url %s with HTTPS scheme", u.String())
-		case !isSecure(u) && !clientInfo.Empty():
-			lg.Warn("scheme is http or unix while key and cert files are present; ignoring key and cert files", zap.String("client-url", u.String()))
-		}
-		if !isSecure(u) && clientInfo.ClientCertAuth {
-			lg.Warn("scheme is http or unix while --client-cert-auth is enabled; ignoring client cert auth for this URL", zap.String("client-url", u.String()))
-		}
-	}
-	for _, u := range cfg.ListenPeerUrls {
-		switch {
-		case isSecure(u) && peerInfo.Empty():
-			return nil, fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", u.Host)
-		case !isSecure(u) && !peerInfo.Empty():
-			lg.Warn("scheme is HTTP while key and cert files are present; ignoring key and cert files", zap.String("peer-url", u.String()))
-		}
-		if !isSecure(u) && peerInfo.ClientCertAuth {
-			lg.Warn("scheme is HTTP while --peer-client-cert-auth is enabled; ignoring client cert auth for this URL", zap.String("peer-url", u.String()))
-		}
-	}
+	var err error
 	if !clientInfo.Empty() {
 		lg.Info("starting with client TLS", tlsFields(clientInfo, cfg)...)
 		if ts.client, err = clientInfo.ServerConfig(); err != nil {
