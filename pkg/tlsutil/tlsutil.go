@@ -152,6 +152,20 @@ func (info *Info) ServerConfig() (*tls.Config, error) {
 			return nil, err
 		}
 	}
+	verify, err := info.clientChecks(lg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.VerifyConnection = verify
+	if info.CheckClientSAN {
+		return withClientSANCheck(cfg, verify), nil
+	}
+	return cfg, nil
+}
+
+// clientChecks is the check of a client's certificate beyond the chain:
+// allowed CNs or host names, and the CRL. nil when there is none.
+func (info *Info) clientChecks(lg *zap.Logger) (func(tls.ConnectionState) error, error) {
 	var checks []func(tls.ConnectionState) error
 	if f := info.allowed(); f != nil {
 		checks = append(checks, f)
@@ -168,42 +182,46 @@ func (info *Info) ServerConfig() (*tls.Config, error) {
 			return crl.check(cs.PeerCertificates)
 		})
 	}
-	verify := func(cs tls.ConnectionState) error {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	return func(cs tls.ConnectionState) error {
 		for _, f := range checks {
 			if err := f(cs); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	if len(checks) > 0 {
-		cfg.VerifyConnection = verify
-	}
-	if info.CheckClientSAN {
-		// The remote address is known only per connection.
-		base := cfg
-		cfg = base.Clone()
-		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			if hello.Conn.RemoteAddr().Network() != "tcp" {
-				// A unix socket's client has no address a SAN could
-				// name; the socket file's permissions guard it.
-				return base, nil
-			}
-			c := base.Clone()
-			remote := hello.Conn.RemoteAddr().String()
-			c.VerifyConnection = func(cs tls.ConnectionState) error {
+	}, nil
+}
+
+// withClientSANCheck makes base also check that a TCP client's certificate
+// names the address it connects from (etcd's peer SAN check). The remote
+// address is known only per connection, so each gets a configuration of its
+// own; a unix socket's client has no address a SAN could name, and the
+// socket file's permissions guard it.
+func withClientSANCheck(base *tls.Config, verify func(tls.ConnectionState) error) *tls.Config {
+	cfg := base.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if hello.Conn.RemoteAddr().Network() != "tcp" {
+			return base, nil
+		}
+		c := base.Clone()
+		remote := hello.Conn.RemoteAddr().String()
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if verify != nil {
 				if err := verify(cs); err != nil {
 					return err
 				}
-				if len(cs.PeerCertificates) == 0 {
-					return nil
-				}
-				return checkCertSAN(hello.Context(), cs.PeerCertificates[0], remote)
 			}
-			return c, nil
+			if len(cs.PeerCertificates) == 0 {
+				return nil
+			}
+			return checkCertSAN(hello.Context(), cs.PeerCertificates[0], remote)
 		}
+		return c, nil
 	}
-	return cfg, nil
+	return cfg
 }
 
 // ClientConfig returns the configuration for dialing TLS servers (other
