@@ -18,6 +18,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,9 +65,19 @@ type backend struct {
 	sizeInUse atomic.Int64
 	closed    bool // under batch.mu
 
+	// defragMu runs defrags one at a time; stopping tells a running one
+	// that Close has begun; retired counts db files replaced by a defrag
+	// and not closed yet (see defrag.go).
+	defragMu sync.Mutex
+	stopping atomic.Bool
+	retired  sync.WaitGroup
+
 	// defragCopied, if set, is called after each copied batch of Defrag;
-	// an error aborts the defrag. Tests use it to inject failures.
-	defragCopied func() error
+	// an error aborts the defrag. defragCaughtUp, if set, is called when
+	// the catch-up ends, before the swap. Tests use them to write while a
+	// defrag runs and to inject failures.
+	defragCopied   func() error
+	defragCaughtUp func()
 }
 
 // Open opens or creates the bbolt file at cfg.Path and makes sure every
@@ -211,6 +222,9 @@ func (b *backend) commitTxs(reopen bool) {
 	metrics.BackendCommitSpillSeconds.Observe(st.GetSpillTime().Seconds())
 	metrics.BackendCommitWriteSeconds.Observe(st.GetWriteTime().Seconds())
 	b.batch.tx = nil
+	if b.batch.journal != nil {
+		b.batch.journal.markCommitted()
+	}
 	b.batch.discardHeld()
 	b.read.released.Store(&releasedWrites{})
 	if !reopen {
@@ -224,6 +238,7 @@ func (b *backend) commitTxs(reopen bool) {
 // Close commits the pending writes and closes the db. Closing twice is a
 // no-op.
 func (b *backend) Close() error {
+	b.stopping.Store(true)
 	b.batch.mu.Lock()
 	defer b.batch.mu.Unlock()
 	if b.closed {
@@ -231,7 +246,9 @@ func (b *backend) Close() error {
 	}
 	b.commitLocked(false)
 	b.closed = true
-	return b.db.Close()
+	err := b.db.Close()
+	b.retired.Wait()
+	return err
 }
 
 // PutUint64 stores v at key of bucket as 8 bytes big endian, the encoding of
