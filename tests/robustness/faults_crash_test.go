@@ -74,7 +74,12 @@ var crashPoints = []crashPoint{
 	{name: "compactBeforeSetFinishedCompact", trigger: compactOther},
 	{name: "compactAfterSetFinishedCompact", trigger: compactOther},
 	{name: "defragBeforeCopy", trigger: defragOf},
+	{name: "defragDuringCopy", trigger: defragOf},
+	{name: "defragDuringCatchUp", trigger: defragOf},
+	{name: "defragBeforeSwap", trigger: defragOf},
 	{name: "defragBeforeRename", trigger: defragOf},
+	{name: "defragAfterRename", trigger: defragOf},
+	{name: "defragAfterSwap", trigger: defragOf},
 }
 
 // failpointFault arms a crash point on member i over HTTP, makes the

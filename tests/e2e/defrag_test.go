@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// defragPoints are the steps of cairn's online defrag, in order (see
+// server/storage/backend/defrag.go).
+var defragPoints = []string{
+	"defragBeforeCopy", "defragDuringCopy", "defragDuringCatchUp", "defragBeforeSwap",
+	"defragBeforeRename", "defragAfterRename", "defragAfterSwap",
+}
+
+// TestFailpointCrashDuringDefrag crashes a member at every step of an
+// online defrag while it takes writes. After the restart every acknowledged
+// write is there, no half-written copy is left, and etcd opens the data
+// dir and finds the same writes.
+func TestFailpointCrashDuringDefrag(t *testing.T) {
+	points := defragPoints
+	if testing.Short() {
+		points = []string{"defragDuringCopy", "defragAfterRename"}
+	}
+	for _, point := range points {
+		t.Run(point, func(t *testing.T) {
+			m := startMember(t, memberOpts{bin: failpointBinary(t)})
+			cli := m.client(t)
+			acked := putUntilError(t, cli, "before", 300)
+			if code, body := fpRequest(t, m, http.MethodPut, "/"+point, "panic"); code != http.StatusNoContent {
+				t.Fatalf("arming %s: %d %q", point, code, body)
+			}
+			var during []ackedPut
+			var wg sync.WaitGroup
+			wg.Go(func() { during = putUntilError(t, cli, "during", -1) })
+			time.Sleep(100 * time.Millisecond) // let the writers start
+			if _, err := cli.Defragment(ctx(t), m.clientURL); err == nil {
+				t.Errorf("Defragment succeeded though %s was armed", point)
+			}
+			waitCrash(t, m, point)
+			wg.Wait()
+			acked = append(acked, during...)
+			t.Logf("%d puts acknowledged during the defrag", len(during))
+
+			m.restart()
+			verifyDefragCrash(t, m, acked)
+			m.kill()
+			m.bin = etcdBinary(t)
+			m.restart()
+			verifyDefragCrash(t, m, acked)
+		})
+	}
+}
+
+// TestSIGKILLDuringDefrag kills a member while its defrag is held in the
+// copy by a sleep point.
+func TestSIGKILLDuringDefrag(t *testing.T) {
+	m := startMember(t, memberOpts{bin: failpointBinary(t), env: []string{"GOFAIL_FAILPOINTS=defragDuringCopy=sleep(\"3s\")"}})
+	cli := m.client(t)
+	acked := putUntilError(t, cli, "before", 300)
+	errc := make(chan error, 1)
+	go func() { _, err := cli.Defragment(context.Background(), m.clientURL); errc <- err }()
+	acked = append(acked, putUntilError(t, cli, "during", 200)...)
+	tmp := filepath.Join(m.dataDir, "member", "snap", "db.tmp")
+	for deadline := time.Now().Add(crashWait); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(tmp); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the defrag never created its copy")
+		}
+	}
+	m.kill()
+	if err := <-errc; err == nil {
+		t.Error("Defragment succeeded though the member was killed")
+	}
+	m.env = nil
+	m.restart()
+	verifyDefragCrash(t, m, acked)
+}
+
+// verifyDefragCrash checks a member restarted after a crash during defrag.
+func verifyDefragCrash(t *testing.T, m *member, acked []ackedPut) {
+	t.Helper()
+	cli := m.client(t)
+	verifyAcked(t, cli, "before", filterPrefix(acked, "before/"))
+	verifyAcked(t, cli, "during", filterPrefix(acked, "during/"))
+	if rev := currentRev(t, cli); rev < maxRev(acked) {
+		t.Errorf("%s: revision after restart %d < highest acknowledged revision %d", m.binary(), rev, maxRev(acked))
+	}
+	entries, err := os.ReadDir(filepath.Join(m.dataDir, "member", "snap"))
+	must(t, err)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "db.tmp") {
+			t.Errorf("%s: %s left after the restart", m.binary(), e.Name())
+		}
+	}
+	mustPut(t, cli, "after-restart", "x")
+}
+
+// TestDefragClusterUnderWriteLoad defragments every member of a 3-member
+// cluster, one after the other, while writers keep putting: no write fails
+// and the members end with the same data.
+func TestDefragClusterUnderWriteLoad(t *testing.T) {
+	c := startCluster(t, clusterOpts{size: 3})
+	for i := range 2000 {
+		mustPut(t, c.clients[i%3], fmt.Sprintf("fill/%05d", i), strings.Repeat("v", 256))
+	}
+	loadCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var (
+		wg            sync.WaitGroup
+		okPuts, fails atomic.Int64
+		firstErr      atomic.Value
+	)
+	for w := range 6 {
+		cli := c.clients[w%3]
+		wg.Go(func() {
+			for i := 0; loadCtx.Err() == nil; i++ {
+				_, err := cli.Put(loadCtx, fmt.Sprintf("load/w%d/%06d", w, i), "x")
+				if err == nil {
+					okPuts.Add(1)
+					continue
+				}
+				if loadCtx.Err() != nil {
+					return // stopped, not failed
+				}
+				fails.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	for _, i := range c.all() {
+		before := okPuts.Load()
+		if _, err := c.clients[i].Defragment(ctx(t), c.members[i].clientURL); err != nil {
+			t.Fatalf("defrag of m%d: %v", i, err)
+		}
+		t.Logf("m%d defragmented; %d puts acknowledged meanwhile", i, okPuts.Load()-before)
+	}
+	stop()
+	wg.Wait()
+	if n := fails.Load(); n != 0 {
+		t.Errorf("%d puts failed during the defrags (first: %v), want 0", n, firstErr.Load())
+	}
+	if okPuts.Load() == 0 {
+		t.Fatal("no put was acknowledged")
+	}
+	c.assertConsistent(t, c.all()...)
+}
