@@ -90,7 +90,21 @@ func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, err
 // Holding applyMu is not needed: the backend's new file only ever holds
 // states the member committed (under applyMu), consistent index included.
 func (s *Server) Defragment(ctx context.Context) error {
-	return s.be.Defrag()
+	be, ok := s.backend()
+	if !ok {
+		return errs.ErrStopped
+	}
+	return be.Defrag()
+}
+
+// backend returns the current backend; a snapshot install may replace it
+// later (and close this one, which ends a defrag running on it).
+func (s *Server) backend() (backend.Backend, bool) {
+	if !s.rlockStores() {
+		return nil, false
+	}
+	defer s.storeMu.RUnlock()
+	return s.be, true
 }
 
 // Snapshot returns a consistent copy of the backend.
