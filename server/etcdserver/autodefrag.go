@@ -68,10 +68,9 @@ func (p reclaimPolicy) inTurn(now time.Time, t turn) bool {
 	return int(offset/int64(share)) == t.share
 }
 
-// worthIt reports whether a file of size bytes of which inUse hold data has
-// enough free space to reclaim.
-func (p reclaimPolicy) worthIt(size, inUse int64) bool {
-	free := size - inUse
+// worthIt reports whether a file of size bytes with free bytes a defrag
+// would give back is worth defragmenting.
+func (p reclaimPolicy) worthIt(size, free int64) bool {
 	return p.freePercent > 0 && free > 0 && free >= p.minFree && free*100 >= int64(p.freePercent)*size
 }
 
@@ -125,7 +124,7 @@ func (s *Server) autoDefragDue(p reclaimPolicy, now time.Time) bool {
 		return false
 	}
 	be, ok := s.backend()
-	return ok && p.worthIt(be.Size(), be.SizeInUse())
+	return ok && p.worthIt(be.Size(), be.FreeBytes())
 }
 
 // autoDefrag runs one automatic defrag and counts what it gave back.
@@ -134,10 +133,10 @@ func (s *Server) autoDefrag() {
 	if !ok {
 		return
 	}
-	before, inUse := be.Size(), be.SizeInUse()
+	before := be.Size()
 	s.lg.Info("starting automatic defragmentation",
 		zap.Int64("current-db-size-bytes", before),
-		zap.Int64("current-db-size-in-use-bytes", inUse),
+		zap.Int64("current-db-free-bytes", be.FreeBytes()),
 		zap.Uint("free-percent-threshold", s.cfg.AutoDefragFreePercent))
 	metrics.AutoDefrags.Inc()
 	if err := be.Defrag(); err != nil {

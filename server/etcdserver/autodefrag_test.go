@@ -64,22 +64,22 @@ func TestWorthIt(t *testing.T) {
 	const mb = 1 << 20
 	p := reclaimPolicy{freePercent: 50, minFree: 100 * mb, interval: time.Minute}
 	tests := []struct {
-		name        string
-		size, inUse int64
-		want        bool
+		name       string
+		size, free int64
+		want       bool
 	}{
 		{"half free, enough bytes", 400 * mb, 200 * mb, true},
-		{"mostly free", 1000 * mb, 10 * mb, true},
-		{"under half free", 400 * mb, 201 * mb, false},
+		{"mostly free", 1000 * mb, 990 * mb, true},
+		{"under half free", 400 * mb, 199 * mb, false},
 		{"half free but too few bytes", 150 * mb, 75 * mb, false},
-		{"nothing free", 400 * mb, 400 * mb, false},
+		{"nothing free", 400 * mb, 0, false},
 	}
 	for _, tt := range tests {
-		if got := p.worthIt(tt.size, tt.inUse); got != tt.want {
-			t.Errorf("%s: worthIt(%d, %d) = %v, want %v", tt.name, tt.size, tt.inUse, got, tt.want)
+		if got := p.worthIt(tt.size, tt.free); got != tt.want {
+			t.Errorf("%s: worthIt(%d, %d) = %v, want %v", tt.name, tt.size, tt.free, got, tt.want)
 		}
 	}
-	if (reclaimPolicy{freePercent: 0, interval: time.Minute}).worthIt(1000*mb, 0) {
+	if (reclaimPolicy{freePercent: 0, interval: time.Minute}).worthIt(1000*mb, 1000*mb) {
 		t.Error("free percent 0 must turn reclamation off")
 	}
 }

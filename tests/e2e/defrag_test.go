@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // defragPoints are the steps of cairn's online defrag, in order (see
@@ -153,4 +157,64 @@ func TestDefragClusterUnderWriteLoad(t *testing.T) {
 		t.Fatal("no put was acknowledged")
 	}
 	c.assertConsistent(t, c.all()...)
+}
+
+// TestNoSpaceRecoversWithAutoCompactionAndReclamation fills a member's quota
+// with the history of a few keys until NOSPACE, with neither auto
+// compaction nor reclamation. Restarted with periodic auto compaction and
+// cairn's automatic reclamation, the member gives the space back by itself:
+// `alarm disarm` then sticks and writes work, with no manual defrag.
+func TestNoSpaceRecoversWithAutoCompactionAndReclamation(t *testing.T) {
+	const quota = 40 << 20
+	m := startMember(t, memberOpts{args: []string{
+		"--quota-backend-bytes", fmt.Sprint(quota), "--experimental-auto-defrag-free-percent=0",
+	}})
+	cli := m.client(t)
+	val := strings.Repeat("h", 100<<10)
+	var putErr error
+	for i := 0; putErr == nil; i++ {
+		if i > 4*quota/len(val) {
+			t.Fatal("the quota was never reached")
+		}
+		_, putErr = cli.Put(ctx(t), fmt.Sprintf("h/%d", i%10), val)
+	}
+	wantErr(t, putErr, rpctypes.ErrNoSpace)
+	st, err := cli.Status(ctx(t), m.clientURL)
+	must(t, err)
+	memberID := st.Header.MemberId
+
+	must(t, m.stop())
+	m.args = append(m.args, "--auto-compaction-mode=periodic", "--auto-compaction-retention=1s",
+		"--experimental-auto-defrag-free-percent=50", "--experimental-auto-defrag-min-free-megabytes=1",
+		"--experimental-auto-defrag-interval=1s")
+	m.restart()
+	cli = m.client(t)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st, err = cli.Status(ctx(t), m.clientURL)
+		must(t, err)
+		if st.DbSize < quota/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("db still %d bytes (in use %d) a minute after the restart", st.DbSize, st.DbSizeInUse)
+		}
+	}
+	_, err = cli.AlarmDisarm(ctx(t), &clientv3.AlarmMember{MemberID: memberID, Alarm: pb.AlarmType_NOSPACE})
+	must(t, err)
+	for i := range 20 {
+		_, err = cli.Put(ctx(t), fmt.Sprintf("after/%d", i), val)
+		must(t, err)
+	}
+	alarms, err := cli.AlarmList(ctx(t))
+	must(t, err)
+	if len(alarms.Alarms) != 0 {
+		t.Errorf("alarms after disarm and 20 puts: %v", alarms.Alarms)
+	}
+	log := logSince(t, m)
+	if !strings.Contains(log, "finished automatic defragmentation") {
+		t.Error("the log does not show the automatic defragmentation")
+	}
+	if metrics := scrapeText(t, m.clientURL); !strings.Contains(metrics, "cairn_disk_auto_defrag_reclaimed_bytes_total") {
+		t.Error("no cairn_disk_auto_defrag_reclaimed_bytes_total in /metrics")
+	}
 }

@@ -63,6 +63,7 @@ type backend struct {
 
 	size      atomic.Int64
 	sizeInUse atomic.Int64
+	freeBytes atomic.Int64
 	closed    bool // under batch.mu
 
 	// defragMu runs defrags one at a time; stopping tells a running one
@@ -165,9 +166,13 @@ func (b *backend) beginTxs() error {
 // not on the freelist (etcd's "in use").
 func (b *backend) refreshSizes(tx *bolt.Tx) {
 	size := tx.Size()
-	free := int64(b.db.Stats().FreePageN) * int64(b.db.Info().PageSize)
+	st := b.db.Stats()
+	pageSize := int64(b.db.Info().PageSize)
 	b.size.Store(size)
-	b.sizeInUse.Store(size - free)
+	b.sizeInUse.Store(size - int64(st.FreePageN)*pageSize)
+	// Pages the last commit freed are still "pending" in bbolt's figures,
+	// though no reader holds them once the next transactions begin.
+	b.freeBytes.Store(int64(st.FreePageN+st.PendingPageN) * pageSize)
 }
 
 func (b *backend) ReadTx() ReadTx     { return b.read }
@@ -175,6 +180,7 @@ func (b *backend) BatchTx() BatchTx   { return b.batch }
 func (b *backend) PendingWrites() int { return int(b.batch.pending.Load()) }
 func (b *backend) Size() int64        { return b.size.Load() }
 func (b *backend) SizeInUse() int64   { return b.sizeInUse.Load() }
+func (b *backend) FreeBytes() int64   { return b.freeBytes.Load() }
 func (b *backend) Path() string       { return b.cfg.Path }
 
 func (b *backend) Commit() {
