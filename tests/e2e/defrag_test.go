@@ -15,6 +15,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // defragPoints are the steps of cairn's online defrag, in order (see
@@ -216,5 +217,40 @@ func TestNoSpaceRecoversWithAutoCompactionAndReclamation(t *testing.T) {
 	}
 	if metrics := scrapeText(t, m.clientURL); !strings.Contains(metrics, "cairn_disk_auto_defrag_reclaimed_bytes_total") {
 		t.Error("no cairn_disk_auto_defrag_reclaimed_bytes_total in /metrics")
+	}
+}
+
+// TestStopGRPCServiceOnDefragDuringOnlineDefrag: with the feature gate, the
+// gRPC health service reports NOT_SERVING while a defrag runs (held in its
+// copy by a sleep point) and SERVING again once it is done, as in etcd,
+// although cairn's defrag goes on serving.
+func TestStopGRPCServiceOnDefragDuringOnlineDefrag(t *testing.T) {
+	m := startMember(t, memberOpts{bin: failpointBinary(t),
+		args: []string{"--feature-gates=StopGRPCServiceOnDefrag=true"},
+		env:  []string{`GOFAIL_FAILPOINTS=defragDuringCopy=sleep("2s")`}})
+	cli := m.client(t)
+	mustPut(t, cli, "k", "v")
+	health := healthpb.NewHealthClient(cli.ActiveConnection())
+	status := func() healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := health.Check(ctx(t), &healthpb.HealthCheckRequest{})
+		must(t, err)
+		return resp.Status
+	}
+	if s := status(); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("before the defrag: %v", s)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := cli.Defragment(context.Background(), m.clientURL); errc <- err }()
+	sawNotServing := false
+	for deadline := time.Now().Add(crashWait); !sawNotServing && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		sawNotServing = status() == healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	if !sawNotServing {
+		t.Error("health never reported NOT_SERVING during the defrag")
+	}
+	mustPut(t, cli, "during", "the defrag") // KV keeps serving
+	must(t, <-errc)
+	if s := status(); s != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("after the defrag: %v", s)
 	}
 }
