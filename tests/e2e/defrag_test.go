@@ -157,6 +157,15 @@ func TestDefragClusterUnderWriteLoad(t *testing.T) {
 	if okPuts.Load() == 0 {
 		t.Fatal("no put was acknowledged")
 	}
+	// A put cancelled when the writers stopped may still be applied: wait
+	// until the revision stays put before comparing the members.
+	for last, deadline := int64(-1), time.Now().Add(10*time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rev := c.syncRead(t, 0)
+		if rev == last {
+			break
+		}
+		last = rev
+	}
 	c.assertConsistent(t, c.all()...)
 }
 
