@@ -209,6 +209,11 @@ type Config struct {
 	// cairn extension: how often the leader checkpoints remaining lease
 	// TTLs (etcd: 5 minutes, not configurable).
 	LeaseCheckpointInterval time.Duration `json:"experimental-lease-checkpoint-interval"`
+	// cairn extension: automatic space reclamation (online defrag when the
+	// free share of the db file is large; see server/etcdserver/autodefrag.go).
+	AutoDefragFreePercent      uint          `json:"experimental-auto-defrag-free-percent"`
+	AutoDefragMinFreeMegabytes uint          `json:"experimental-auto-defrag-min-free-megabytes"`
+	AutoDefragInterval         time.Duration `json:"experimental-auto-defrag-interval"`
 
 	// cairn extension: the web dashboard under /ui/ (server/dashboard).
 	Dashboard bool `json:"experimental-dashboard"`
@@ -294,6 +299,9 @@ func NewConfig() *Config {
 		MaxLearners:                 1,
 		LearnerAutoPromoteAfter:     30 * time.Second,
 		LeaseCheckpointInterval:     5 * time.Minute,
+		AutoDefragFreePercent:       50,
+		AutoDefragMinFreeMegabytes:  100,
+		AutoDefragInterval:          10 * time.Minute,
 		FeatureGates:                map[string]bool{},
 	}
 	c.InitialCluster = c.InitialClusterFromName(c.Name)

@@ -143,6 +143,14 @@ func TestFlagForms(t *testing.T) {
 		{"compact hash check time", []string{"--compact-hash-check-time=10s"}, func(c *Config) any { return c.CompactHashCheckTime }, 10 * time.Second},
 		{"lease checkpoint interval default", nil, func(c *Config) any { return c.LeaseCheckpointInterval }, 5 * time.Minute},
 		{"lease checkpoint interval", []string{"--experimental-lease-checkpoint-interval=1s"}, func(c *Config) any { return c.LeaseCheckpointInterval }, time.Second},
+		{"auto defrag on by default", nil, func(c *Config) any {
+			return [3]any{c.AutoDefragFreePercent, c.AutoDefragMinFreeMegabytes, c.AutoDefragInterval}
+		}, [3]any{uint(50), uint(100), 10 * time.Minute}},
+		{"auto defrag off", []string{"--experimental-auto-defrag-free-percent=0"}, func(c *Config) any { return c.AutoDefragFreePercent }, uint(0)},
+		{"auto defrag settings", []string{"--experimental-auto-defrag-free-percent=30", "--experimental-auto-defrag-min-free-megabytes=1", "--experimental-auto-defrag-interval=1m"},
+			func(c *Config) any {
+				return [3]any{c.AutoDefragFreePercent, c.AutoDefragMinFreeMegabytes, c.AutoDefragInterval}
+			}, [3]any{uint(30), uint(1), time.Minute}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +184,8 @@ func TestParseErrors(t *testing.T) {
 		{"unsupported", []string{"--enable-distributed-tracing"}, nil, "cairn: --enable-distributed-tracing is not supported yet", false},
 		{"unsupported via env", nil, []string{"ETCD_ENABLE_DISTRIBUTED_TRACING=true"}, "cairn: --enable-distributed-tracing is not supported yet", false},
 		{"zero compact hash check time", []string{"--compact-hash-check-time=0s"}, nil, "--compact-hash-check-time must be >0 (set to 0s)", false},
+		{"auto defrag percent over 100", []string{"--experimental-auto-defrag-free-percent=101"}, nil, "--experimental-auto-defrag-free-percent must be between 0 and 100 (set to 101)", false},
+		{"zero auto defrag interval", []string{"--experimental-auto-defrag-interval=0s"}, nil, "--experimental-auto-defrag-interval must be >0 (set to 0s)", false},
 		{"persist without checkpoint", []string{"--feature-gates=LeaseCheckpoint=false,LeaseCheckpointPersist=true"}, nil, "enabling feature gate LeaseCheckpointPersist requires enabling feature gate LeaseCheckpoint", false},
 		{"unknown gate", []string{"--feature-gates=Nope=true"}, nil, "unrecognized feature gate: Nope", true},
 		{"proxy fallback", []string{"--discovery-fallback=proxy"}, nil, `v2 proxy is deprecated, and --discovery-fallback can't be configured as "proxy"`, false},

@@ -145,6 +145,12 @@ var otherOptions = []option{
 		help: "cairn: serve the web dashboard under /ui/ on the client URLs (needs --enable-grpc-gateway)."},
 	{name: "experimental-lease-checkpoint-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.LeaseCheckpointInterval }),
 		help: "cairn: how often the leader checkpoints the remaining TTL of each lease longer than this (feature gate LeaseCheckpoint)."},
+	{name: "experimental-auto-defrag-free-percent", section: secFeature, supported: true, field: uintRef(func(c *Config) *uint { return &c.AutoDefragFreePercent }),
+		help: "cairn: defragment online once this percentage of the db file is free (and at least --experimental-auto-defrag-min-free-megabytes); 0 disables, as in etcd."},
+	{name: "experimental-auto-defrag-min-free-megabytes", section: secFeature, supported: true, field: uintRef(func(c *Config) *uint { return &c.AutoDefragMinFreeMegabytes }),
+		help: "cairn: free megabytes the db file must hold before an automatic defrag."},
+	{name: "experimental-auto-defrag-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.AutoDefragInterval }),
+		help: "cairn: each member defragments automatically at most once per interval, in its own share of it (followers first, the leader last)."},
 
 	// Unsafe.
 	{name: "force-new-cluster", section: secUnsafe, supported: true, field: boolean(func(c *Config) *bool { return &c.ForceNewCluster }),

@@ -182,6 +182,17 @@ func (c *Config) validateMisc() error {
 	if c.CompactHashCheckTime <= 0 {
 		return fmt.Errorf("--compact-hash-check-time must be >0 (set to %v)", c.CompactHashCheckTime)
 	}
+	return c.validateAutoDefrag()
+}
+
+// validateAutoDefrag checks cairn's automatic reclamation flags.
+func (c *Config) validateAutoDefrag() error {
+	if c.AutoDefragFreePercent > 100 {
+		return fmt.Errorf("--experimental-auto-defrag-free-percent must be between 0 and 100 (set to %d)", c.AutoDefragFreePercent)
+	}
+	if c.AutoDefragFreePercent > 0 && c.AutoDefragInterval <= 0 {
+		return fmt.Errorf("--experimental-auto-defrag-interval must be >0 (set to %v)", c.AutoDefragInterval)
+	}
 	return nil
 }
 

@@ -357,6 +357,7 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		BackendBatchInterval: cfg.BackendBatchInterval, BackendBatchLimit: cfg.BackendBatchLimit,
 		UnsafeNoFsync: cfg.UnsafeNoFsync, Logger: lg,
 		MemoryMlock: cfg.MemoryMlock, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes,
+		AutoDefragFreePercent: cfg.AutoDefragFreePercent, AutoDefragMinFreeBytes: int64(cfg.AutoDefragMinFreeMegabytes) << 20, AutoDefragInterval: cfg.AutoDefragInterval,
 		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: retention,
 		RaftReadTimeout: cfg.RaftReadTimeout, RaftWriteTimeout: cfg.RaftWriteTimeout,
 		AuthToken: cfg.AuthToken, BcryptCost: cfg.BcryptCost, AuthTokenTTL: cfg.AuthTokenTTL,

@@ -111,6 +111,14 @@ type Config struct {
 	// MiB; 0 never does (see bootstrap_defrag.go).
 	BootstrapDefragThresholdMegabytes uint
 
+	// Automatic reclamation, a cairn extension (autodefrag.go): an online
+	// defrag once AutoDefragFreePercent of the db file (0 = never, etcd's
+	// behaviour) and at least AutoDefragMinFreeBytes are free, at most once
+	// per AutoDefragInterval, each member in its own share of it.
+	AutoDefragFreePercent  uint
+	AutoDefragMinFreeBytes int64
+	AutoDefragInterval     time.Duration
+
 	// AutoCompactionMode and AutoCompactionRetention (parsed by
 	// compactor.ParseRetention; 0 is off) configure auto compaction (see
 	// autocompact.go).

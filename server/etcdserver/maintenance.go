@@ -85,12 +85,26 @@ func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, err
 	return &pb.HashKVResponse{Header: hdr, Hash: h.Hash, CompactRevision: h.CompactRevision, HashRevision: h.Revision}, nil
 }
 
-// Defragment rewrites the backend file; applies wait meanwhile.
+// Defragment rewrites the backend file online: applies, reads and
+// snapshots go on while it copies, and wait only for its short final swap.
+// Holding applyMu is not needed: the backend's new file only ever holds
+// states the member committed (under applyMu), consistent index included.
 func (s *Server) Defragment(ctx context.Context) error {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	s.be.Commit()
-	return s.be.Defrag()
+	be, ok := s.backend()
+	if !ok {
+		return errs.ErrStopped
+	}
+	return be.Defrag()
+}
+
+// backend returns the current backend; a snapshot install may replace it
+// later (and close this one, which ends a defrag running on it).
+func (s *Server) backend() (backend.Backend, bool) {
+	if !s.rlockStores() {
+		return nil, false
+	}
+	defer s.storeMu.RUnlock()
+	return s.be, true
 }
 
 // Snapshot returns a consistent copy of the backend.

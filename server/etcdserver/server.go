@@ -243,6 +243,7 @@ func (s *Server) Start() {
 		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
 	}
 	s.goAttach(s.autoCompactLoop)
+	s.goAttach(s.autoDefragLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}

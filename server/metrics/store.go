@@ -62,6 +62,13 @@ var (
 		"Bytes of keys and values written by puts.")
 	DefragInflight = gauge("etcd", "disk", "defrag_inflight",
 		"1 while the backend is being defragmented.")
+	// AutoDefrags and AutoDefragReclaimedBytes are cairn's own: automatic
+	// reclamation (--experimental-auto-defrag-free-percent) has no etcd
+	// counterpart.
+	AutoDefrags = counter("cairn", "disk", "auto_defrags_total",
+		"Automatic defragmentations started because the db file had too much free space.")
+	AutoDefragReclaimedBytes = counter("cairn", "disk", "auto_defrag_reclaimed_bytes_total",
+		"Bytes by which automatic defragmentations shrank the db file.")
 )
 
 // hashBuckets: 10ms doubling to about 164s.
@@ -122,7 +129,7 @@ func registerStore() {
 		Watchers, WatchStreams, WatchEvents, slowWatchers, pendingEvents,
 		LeaseGranted, LeaseRevoked, LeaseRenewed, LeaseTTL,
 		CompactionKeys, CompactionLast, CompactionPauseMs, CompactionTotalMs, IndexCompactionPauseMs,
-		HashSeconds, HashRevSeconds, TotalPutSize, DefragInflight,
+		HashSeconds, HashRevSeconds, TotalPutSize, DefragInflight, AutoDefrags, AutoDefragReclaimedBytes,
 		WatchSendStreamSeconds, WatchSendStreamPerEventSeconds, WatchSendControlSeconds, WatchSendProgressSeconds,
 		SnapSaveSeconds, SnapMarshalSeconds, SnapFsyncSeconds, SnapDBSaveSeconds, SnapDBFsyncSeconds,
 	)

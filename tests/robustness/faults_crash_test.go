@@ -74,7 +74,12 @@ var crashPoints = []crashPoint{
 	{name: "compactBeforeSetFinishedCompact", trigger: compactOther},
 	{name: "compactAfterSetFinishedCompact", trigger: compactOther},
 	{name: "defragBeforeCopy", trigger: defragOf},
+	{name: "defragDuringCopy", trigger: defragOf},
+	{name: "defragDuringCatchUp", trigger: defragOf},
+	{name: "defragBeforeSwap", trigger: defragOf},
 	{name: "defragBeforeRename", trigger: defragOf},
+	{name: "defragAfterRename", trigger: defragOf},
+	{name: "defragAfterSwap", trigger: defragOf},
 }
 
 // failpointFault arms a crash point on member i over HTTP, makes the
@@ -82,7 +87,33 @@ var crashPoints = []crashPoint{
 // crashBound) and restarts it. A member that exits without naming the
 // point in its log crashed for another reason: that fails the run.
 func failpointFault(c *cluster, i int, rng *rand.Rand, ev *faultEvent) func() error {
-	p := crashPoints[rng.IntN(len(crashPoints))]
+	return crashAt(c, i, crashPoints[rng.IntN(len(crashPoints))], ev)
+}
+
+// defragCrashFault crashes member i at one of the steps of its online
+// defrag, chosen by rng, while the traffic goes on.
+func defragCrashFault(c *cluster, i int, rng *rand.Rand, ev *faultEvent) func() error {
+	var points []crashPoint
+	for _, p := range crashPoints {
+		if strings.HasPrefix(p.name, "defrag") {
+			points = append(points, p)
+		}
+	}
+	return crashAt(c, i, points[rng.IntN(len(points))], ev)
+}
+
+// defragFault defragments member i under the traffic; an online defrag
+// must succeed and fail no request.
+func defragFault(c *cluster, i int, _ *rand.Rand, ev *faultEvent) func() error {
+	start := time.Now()
+	err := defragOf(c, i)
+	ev.detail = fmt.Sprintf("took %v", time.Since(start).Round(time.Millisecond))
+	return func() error { return err }
+}
+
+// crashAt arms crash point p on member i and has it reached (see
+// failpointFault).
+func crashAt(c *cluster, i int, p crashPoint, ev *faultEvent) func() error {
 	restart := func() error {
 		if c.procs[i].running() {
 			return nil

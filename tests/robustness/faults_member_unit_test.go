@@ -33,8 +33,8 @@ func TestSelectFaults(t *testing.T) {
 		}
 	}
 	all := selectFaults(false, "")
-	if len(all) != len(faults)-2 || !slices.Contains(names(all), "learner-promote") {
-		t.Errorf("selectFaults(false, \"\") = %v: want every fault but the two failpoint ones", names(all))
+	if len(all) != len(faults)-3 || !slices.Contains(names(all), "learner-promote") || !slices.Contains(names(all), "defrag") {
+		t.Errorf("selectFaults(false, \"\") = %v: want every fault but the three failpoint ones", names(all))
 	}
 }
 

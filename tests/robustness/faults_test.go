@@ -54,6 +54,8 @@ var faults = []fault{
 	{name: "failpoint", failpoints: true, inject: failpointFault},
 	{name: "failpoint-leader", leader: true, failpoints: true, inject: failpointFault},
 	{name: "disk-full", inject: diskFullFault},
+	{name: "defrag", inject: defragFault},
+	{name: "failpoint-defrag", failpoints: true, inject: defragCrashFault},
 	{name: "member-replace", membership: true, inject: memberReplaceFault},
 	{name: "member-replace-leader", leader: true, membership: true, inject: memberReplaceFault},
 	{name: "learner-promote", membership: true, inject: learnerFault},

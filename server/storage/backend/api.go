@@ -106,11 +106,15 @@ type Backend interface {
 	// Hash returns the crc32 (Castagnoli) over every bucket name, key and
 	// value, skipping the buckets/keys in ignores (etcd's Maintenance.Hash).
 	Hash(ignores func(bucket, key []byte) bool) (uint32, error)
-	// Size is the db file's size in bytes; SizeInUse the bytes holding data.
+	// Size is the db file's size in bytes; SizeInUse the bytes holding data
+	// (etcd's figure: pages freed by the last commit still count as used).
 	Size() int64
 	SizeInUse() int64
-	// Defrag rewrites the db into a compact new file online; readers and
-	// writers wait while it runs.
+	// FreeBytes is what a defrag would give back as of the last commit,
+	// including the pages that commit freed.
+	FreeBytes() int64
+	// Defrag rewrites the db into a compact new file online: readers and
+	// writers go on while it copies and wait only for its final swap.
 	Defrag() error
 	// DropResidentPages takes the db file's pages out of the process's
 	// resident set after a full scan (they stay in the page cache); the

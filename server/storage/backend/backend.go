@@ -18,6 +18,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,11 +63,22 @@ type backend struct {
 
 	size      atomic.Int64
 	sizeInUse atomic.Int64
+	freeBytes atomic.Int64
 	closed    bool // under batch.mu
 
+	// defragMu runs defrags one at a time; stopping tells a running one
+	// that Close has begun; retired counts db files replaced by a defrag
+	// and not closed yet (see defrag.go).
+	defragMu sync.Mutex
+	stopping atomic.Bool
+	retired  sync.WaitGroup
+
 	// defragCopied, if set, is called after each copied batch of Defrag;
-	// an error aborts the defrag. Tests use it to inject failures.
-	defragCopied func() error
+	// an error aborts the defrag. defragCaughtUp, if set, is called when
+	// the catch-up ends, before the swap. Tests use them to write while a
+	// defrag runs and to inject failures.
+	defragCopied   func() error
+	defragCaughtUp func()
 }
 
 // Open opens or creates the bbolt file at cfg.Path and makes sure every
@@ -154,9 +166,13 @@ func (b *backend) beginTxs() error {
 // not on the freelist (etcd's "in use").
 func (b *backend) refreshSizes(tx *bolt.Tx) {
 	size := tx.Size()
-	free := int64(b.db.Stats().FreePageN) * int64(b.db.Info().PageSize)
+	st := b.db.Stats()
+	pageSize := int64(b.db.Info().PageSize)
 	b.size.Store(size)
-	b.sizeInUse.Store(size - free)
+	b.sizeInUse.Store(size - int64(st.FreePageN)*pageSize)
+	// Pages the last commit freed are still "pending" in bbolt's figures,
+	// though no reader holds them once the next transactions begin.
+	b.freeBytes.Store(int64(st.FreePageN+st.PendingPageN) * pageSize)
 }
 
 func (b *backend) ReadTx() ReadTx     { return b.read }
@@ -164,6 +180,7 @@ func (b *backend) BatchTx() BatchTx   { return b.batch }
 func (b *backend) PendingWrites() int { return int(b.batch.pending.Load()) }
 func (b *backend) Size() int64        { return b.size.Load() }
 func (b *backend) SizeInUse() int64   { return b.sizeInUse.Load() }
+func (b *backend) FreeBytes() int64   { return b.freeBytes.Load() }
 func (b *backend) Path() string       { return b.cfg.Path }
 
 func (b *backend) Commit() {
@@ -211,6 +228,9 @@ func (b *backend) commitTxs(reopen bool) {
 	metrics.BackendCommitSpillSeconds.Observe(st.GetSpillTime().Seconds())
 	metrics.BackendCommitWriteSeconds.Observe(st.GetWriteTime().Seconds())
 	b.batch.tx = nil
+	if b.batch.journal != nil {
+		b.batch.journal.markCommitted()
+	}
 	b.batch.discardHeld()
 	b.read.released.Store(&releasedWrites{})
 	if !reopen {
@@ -224,6 +244,7 @@ func (b *backend) commitTxs(reopen bool) {
 // Close commits the pending writes and closes the db. Closing twice is a
 // no-op.
 func (b *backend) Close() error {
+	b.stopping.Store(true)
 	b.batch.mu.Lock()
 	defer b.batch.mu.Unlock()
 	if b.closed {
@@ -231,7 +252,9 @@ func (b *backend) Close() error {
 	}
 	b.commitLocked(false)
 	b.closed = true
-	return b.db.Close()
+	err := b.db.Close()
+	b.retired.Wait()
+	return err
 }
 
 // PutUint64 stores v at key of bucket as 8 bytes big endian, the encoding of

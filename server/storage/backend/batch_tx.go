@@ -23,6 +23,8 @@ type batchTx struct {
 	read *readTx
 	// pending counts puts and deletes since the last commit.
 	pending atomic.Int64
+	// journal, while a defrag runs, records every write (defrag.go).
+	journal *defragJournal
 }
 
 func (t *batchTx) Lock() { t.mu.Lock() }
@@ -93,6 +95,9 @@ func (t *batchTx) UnsafeDelete(bucket, key []byte) {
 func (t *batchTx) hold(bucket []byte, w bufferedWrite) {
 	t.held = append(t.held, pendingWrite{bucket: bucket, write: w})
 	t.pending.Add(1)
+	if t.journal != nil {
+		t.journal.record(bucket, w)
+	}
 }
 
 // UnsafeRange reads the bbolt tx directly: it already holds every write of

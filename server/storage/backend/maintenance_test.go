@@ -313,3 +313,26 @@ func TestMaintenanceUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestFreeBytesCountsWhatTheLastCommitFreed: bbolt reports the pages a
+// commit freed as pending until the next commit, so SizeInUse (etcd's
+// figure) still counts them; FreeBytes does not.
+func TestFreeBytesCountsWhatTheLastCommitFreed(t *testing.T) {
+	b, _ := NewTmpBackend(t)
+	fillKeys(b, 200, 64<<10) // 200 overflow values of 64 KiB
+	var keys []string
+	for i := range 200 {
+		keys = append(keys, fmt.Sprintf("key%06d", i))
+	}
+	del(b, BucketKey, keys...)
+	b.Commit()
+	if free := b.FreeBytes(); free < 200*64<<10 {
+		t.Fatalf("FreeBytes %d after deleting 12.8 MB, want at least that", free)
+	}
+	if free, etcdFree := b.FreeBytes(), b.Size()-b.SizeInUse(); free <= etcdFree {
+		t.Errorf("FreeBytes %d, Size-SizeInUse %d: want FreeBytes to include the pending pages", free, etcdFree)
+	}
+	if b.FreeBytes() > b.Size() {
+		t.Errorf("FreeBytes %d > Size %d", b.FreeBytes(), b.Size())
+	}
+}

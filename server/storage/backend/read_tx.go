@@ -45,9 +45,16 @@ func (rt *readTx) RUnlock() { rt.mu.RUnlock() }
 // reopen replaces the bbolt tx with tx and forgets the released writes,
 // which tx now contains. The caller holds mu exclusively.
 func (rt *readTx) reopen(tx *bolt.Tx) {
+	rt.released.Store(&releasedWrites{})
+	rt.show(tx)
+}
+
+// show makes tx the committed state under the released writes, which it
+// keeps: a defrag swaps in a file holding the same commit. The caller holds
+// mu exclusively and has closed the previous tx.
+func (rt *readTx) show(tx *bolt.Tx) {
 	rt.tx = tx
 	metrics.OpenReadTxns.Inc()
-	rt.released.Store(&releasedWrites{})
 	clear(rt.buckets)
 	// Open every bucket now so that concurrent readers only read the map.
 	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {

@@ -181,15 +181,39 @@ func (s *Store) physicalCompact(rev, prevRev int64, quit <-chan struct{}) (_ Key
 		// The round's deletes are in the uncommitted batch, as in etcd
 		// just before it commits a compaction batch.
 		failpoint.Inject("compactBeforeCommitBatch")
+		if !s.pauseCompaction(quit) {
+			s.lg.Info("compaction interrupted", zap.Int64("compact-revision", rev))
+			return KeyValueHash{}, false
+		}
+	}
+}
+
+// compactionMaxPauses bounds how many sleep intervals a round waits for the
+// batch to be committed, so that a steady write load, which keeps the batch
+// full, slows compaction down but never stops it.
+const compactionMaxPauses = 10
+
+// pauseCompaction waits --compaction-sleep-interval between two rounds, and
+// longer (up to compactionMaxPauses intervals) while the batch still holds
+// a round's worth of writes. cairn's compaction does not commit (the member
+// does, every batch interval): without the wait the deletes of many rounds
+// pile up in one commit, and a commit holds off every writer and reader
+// while bbolt rebalances and writes the pages they touched. It returns
+// false if quit interrupted it.
+func (s *Store) pauseCompaction(quit <-chan struct{}) bool {
+	for range compactionMaxPauses {
 		timer := time.NewTimer(s.cfg.CompactionSleepInterval)
 		select {
 		case <-quit:
 			timer.Stop()
-			s.lg.Info("compaction interrupted", zap.Int64("compact-revision", rev))
-			return KeyValueHash{}, false
+			return false
 		case <-timer.C:
 		}
+		if s.b.PendingWrites() < s.cfg.CompactionBatchLimit {
+			break
+		}
 	}
+	return true
 }
 
 // compactRound deletes, under one batch lock, the superseded revisions among

@@ -3,8 +3,10 @@ package mvcc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -189,5 +191,40 @@ func TestCloseInterruptsCompactionAndNewResumesIt(t *testing.T) {
 	waitCompaction(t, mustCompact(t, s2, 12)) // queued behind the resumed one
 	if got := keyBucketRevs(t, b2); !reflect.DeepEqual(got, []string{"11.0", "12.0"}) {
 		t.Fatalf("key bucket after resumed compaction: %v", got)
+	}
+}
+
+// TestCompactionWaitsForCommitsButNotForever: between rounds the compactor
+// waits for the member to commit the previous round's deletes, and, when
+// no commit comes (a steady write load keeps the batch full), goes on after
+// compactionMaxPauses sleep intervals anyway.
+func TestCompactionWaitsForCommitsButNotForever(t *testing.T) {
+	const limit = 50
+	s, be, _ := newTestStore(t, StoreConfig{CompactionBatchLimit: limit, CompactionSleepInterval: time.Millisecond})
+	for i := range 5 * limit {
+		s.Put([]byte(fmt.Sprintf("k%d", i%10)), []byte("v"), 0)
+	}
+	be.Commit()
+	done, err := s.Compact(s.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done // nobody commits: each round waits its maximum, then goes on
+	if got := len(keyBucketRevs(t, be)); got != 10 {
+		t.Fatalf("%d revisions left after compaction, want the 10 latest", got)
+	}
+	if be.PendingWrites() < 4*limit {
+		t.Fatalf("%d pending writes: the compaction deleted less than expected", be.PendingWrites())
+	}
+
+	// With nothing pending, a pause is one sleep interval; quit ends it.
+	quit := make(chan struct{})
+	be.Commit()
+	if !s.pauseCompaction(quit) {
+		t.Fatal("pause reported an interruption")
+	}
+	close(quit)
+	if s.pauseCompaction(quit) {
+		t.Fatal("pause ignored quit")
 	}
 }

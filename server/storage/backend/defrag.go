@@ -1,0 +1,457 @@
+package backend
+
+// Online defragmentation.
+//
+// Defrag writes a compact copy of the db to <path>.tmp while the member goes
+// on reading, writing, committing and taking snapshots of the old file, then
+// swaps the copy in under the batch and read locks, which it holds only for
+// the last few writes, an fsync and the rename:
+//
+//  1. Start (batch lock): commit, open a bbolt read tx on that commit as the
+//     copy's source, and start a journal of every write the batch makes from
+//     then on, in every bucket (key, meta, lease, auth, members...).
+//  2. Bulk copy (no lock): copy every bucket of the source into the new
+//     file, then reopen it with the backend's own bbolt options so that the
+//     swap does not pay for bbolt's freelist scan.
+//  3. Catch up (batch lock only to take the journal): apply to the new file
+//     the journaled writes that the old file has committed since; repeat
+//     until a round finds only a few.
+//  4. Swap (batch and read locks): apply the last committed writes, fsync,
+//     rename over the db file, and make the new file the backend's. Writes
+//     made since the old file's last commit are replayed into the new batch
+//     transaction, and the read buffer of released writes is kept, so
+//     readers and the next Commit see exactly what they would have seen.
+//
+// The new file only ever holds a state the old file committed, consistent
+// index included, and it is renamed only once it is complete and synced. A
+// crash at any step therefore leaves either the old db or the new one,
+// each consistent with the WAL; a leftover db.tmp is removed at the next
+// start (the snapshotter does it, as etcd's does). The old file stays open
+// until the snapshots still reading it are closed.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/failpoint"
+	"github.com/cairnkv/cairn/server/metrics"
+)
+
+const (
+	// defragBatchKeys is how many pairs Defrag writes per bbolt transaction
+	// of the new file, bounding the memory of each transaction.
+	defragBatchKeys = 10000
+	// defragFillPercent packs the new file's pages: keys arrive in order, so
+	// pages need little room for later inserts.
+	defragFillPercent = 0.9
+	// defragTailWrites: once a catch-up round finds at most this many
+	// writes, the rest is applied during the swap, under the locks.
+	defragTailWrites = 2000
+	// defragMaxCatchUpRounds bounds the catch-up under a write rate the copy
+	// cannot outrun; the swap then applies one round's worth under the locks.
+	defragMaxCatchUpRounds = 20
+)
+
+// defragJournal records, in order, every write the batch makes while a
+// defrag runs. It is used under the batch lock only.
+type defragJournal struct {
+	writes []pendingWrite
+	// committed: writes[:committed] are in the old file's last commit.
+	committed int
+}
+
+// record keeps a copy of w: the journal outlives the commit after which the
+// caller may reuse its key and value.
+func (j *defragJournal) record(bucket []byte, w bufferedWrite) {
+	w.key = bytes.Clone(w.key)
+	w.value = bytes.Clone(w.value)
+	j.writes = append(j.writes, pendingWrite{bucket: bytes.Clone(bucket), write: w})
+}
+
+// markCommitted notes that every write recorded so far is committed.
+func (j *defragJournal) markCommitted() { j.committed = len(j.writes) }
+
+// takeCommitted removes and returns the committed writes, oldest first.
+func (j *defragJournal) takeCommitted() []pendingWrite {
+	taken := j.writes[:j.committed:j.committed]
+	j.writes = j.writes[j.committed:]
+	j.committed = 0
+	return taken
+}
+
+// Defrag rewrites the db into a compact new file while readers and writers
+// go on (see the top of this file). If it fails before the rename the
+// original file is kept and the backend goes on using it. Concurrent calls
+// run one after the other.
+func (b *backend) Defrag() error {
+	b.defragMu.Lock()
+	defer b.defragMu.Unlock()
+	start := time.Now()
+	metrics.DefragInflight.Set(1)
+	defer func() {
+		metrics.DefragInflight.Set(0)
+		metrics.BackendDefragSeconds.Observe(time.Since(start).Seconds())
+	}()
+	sizeBefore, inUseBefore := b.Size(), b.SizeInUse()
+	b.lg.Info("defragmenting", zap.String("path", b.cfg.Path),
+		zap.Int64("current-db-size-bytes", sizeBefore),
+		zap.Int64("current-db-size-in-use-bytes", inUseBefore))
+	if err := b.defragOnline(); err != nil {
+		b.lg.Warn("failed to defragment", zap.String("path", b.cfg.Path), zap.Error(err))
+		return err
+	}
+	failpoint.Inject("defragAfterSwap")
+	b.lg.Info("finished defragmenting", zap.String("path", b.cfg.Path),
+		zap.Int64("current-db-size-bytes-diff", b.Size()-sizeBefore),
+		zap.Int64("current-db-size-bytes", b.Size()),
+		zap.Int64("current-db-size-in-use-bytes-diff", b.SizeInUse()-inUseBefore),
+		zap.Int64("current-db-size-in-use-bytes", b.SizeInUse()),
+		zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+// defragOnline runs the four steps; on error the journal is stopped and the
+// new file removed.
+func (b *backend) defragOnline() (err error) {
+	src, err := b.startDefrag()
+	if err != nil {
+		return err
+	}
+	c := &defragCopy{path: b.cfg.Path + ".tmp", b: b}
+	defer func() {
+		if err != nil {
+			b.stopJournal()
+			c.discard()
+		}
+	}()
+	failpoint.Inject("defragBeforeCopy")
+	err = c.bulk(src)
+	if rerr := rollbackView(src); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = c.catchUp(); err != nil {
+		return err
+	}
+	return b.swapIn(c)
+}
+
+// startDefrag commits, opens the copy's source on that commit and starts
+// the journal, all under one hold of the batch lock, so the source plus the
+// journal is every write.
+func (b *backend) startDefrag() (*bolt.Tx, error) {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	if b.closed {
+		return nil, errClosed
+	}
+	b.commitLocked(true)
+	src, err := b.db.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("backend: defrag: %w", err)
+	}
+	metrics.OpenReadTxns.Inc()
+	b.batch.journal = &defragJournal{}
+	return src, nil
+}
+
+func (b *backend) stopJournal() {
+	b.batch.mu.Lock()
+	b.batch.journal = nil
+	b.batch.mu.Unlock()
+}
+
+// defragCopy is the new file while Defrag builds it.
+type defragCopy struct {
+	path string
+	b    *backend
+	db   *bolt.DB
+}
+
+// bulk copies src into a new file at c.path, syncs it and reopens it with
+// the backend's options.
+func (c *defragCopy) bulk(src *bolt.Tx) error {
+	if err := removeIfExists(c.path); err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	opts := *c.b.bopts
+	opts.NoSync = true // the file is synced once before it is used
+	// No large initial mmap while the file grows: bbolt sizes a file within
+	// a small mapping to its contents, so a compacted db comes out as small
+	// as etcd's (which copies the same way).
+	opts.InitialMmapSize = 0
+	opts.Mlock = false
+	db, err := bolt.Open(c.path, 0o600, &opts)
+	if err != nil {
+		return fmt.Errorf("backend: defrag: open %s: %w", c.path, err)
+	}
+	c.db = db
+	if err := c.copyBuckets(src); err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	return c.reopen()
+}
+
+// reopen closes the new file and opens it as the backend will use it: the
+// full mmap (no remap later while snapshots hold the file) and mlock if
+// configured. bbolt rebuilds the freelist by walking the file here, off
+// every lock, rather than during the swap.
+func (c *defragCopy) reopen() error {
+	err := c.db.Sync()
+	if cerr := c.db.Close(); err == nil {
+		err = cerr
+	}
+	c.db = nil
+	if err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	opts := *c.b.bopts
+	opts.NoSync = true // catch-up rounds sync explicitly
+	db, err := bolt.Open(c.path, 0o600, &opts)
+	if err != nil {
+		return fmt.Errorf("backend: defrag: reopen %s: %w", c.path, err)
+	}
+	c.db = db
+	return nil
+}
+
+// catchUp applies the committed journal to the new file until a round finds
+// few writes. Each round is synced so the swap's fsync has little to write.
+func (c *defragCopy) catchUp() error {
+	for round := 0; round < defragMaxCatchUpRounds; round++ {
+		failpoint.Inject("defragDuringCatchUp")
+		if c.b.stopping.Load() {
+			return errClosed
+		}
+		c.b.batch.mu.Lock()
+		writes := c.b.batch.journal.takeCommitted()
+		c.b.batch.mu.Unlock()
+		err := applyToDB(c.db, writes)
+		if err == nil {
+			err = c.db.Sync()
+		}
+		if err != nil {
+			return fmt.Errorf("backend: defrag: catch up: %w", err)
+		}
+		if len(writes) <= defragTailWrites {
+			break
+		}
+	}
+	if c.b.defragCaughtUp != nil {
+		c.b.defragCaughtUp()
+	}
+	return nil
+}
+
+// discard closes and removes the new file after a failure.
+func (c *defragCopy) discard() {
+	if c.db != nil {
+		_ = c.db.Close()
+		c.db = nil
+	}
+	_ = removeIfExists(c.path)
+}
+
+// swapIn makes the new file the db. Writers wait from the first line,
+// readers from the rename on.
+func (b *backend) swapIn(c *defragCopy) error {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	if b.closed {
+		return errClosed
+	}
+	failpoint.Inject("defragBeforeSwap")
+	if err := applyToDB(c.db, b.batch.journal.takeCommitted()); err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	c.db.NoSync = b.bopts.NoSync
+	if err := c.db.Sync(); err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	b.read.mu.Lock()
+	defer b.read.mu.Unlock()
+	failpoint.Inject("defragBeforeRename")
+	if err := os.Rename(c.path, b.cfg.Path); err != nil {
+		return fmt.Errorf("backend: defrag: %w", err)
+	}
+	failpoint.Inject("defragAfterRename")
+	// From here on the new file is the db whatever happens: the old one
+	// has no name any more.
+	if err := syncDir(filepath.Dir(b.cfg.Path)); err != nil {
+		b.lg.Fatal("failed to sync the db directory after defrag", zap.String("path", b.cfg.Path), zap.Error(err))
+	}
+	uncommitted := b.batch.journal.writes
+	b.batch.journal = nil
+	b.retire(c.db)
+	if err := b.beginTxsKeepingReleased(uncommitted); err != nil {
+		b.lg.Fatal("failed to begin transactions after defrag", zap.Error(err))
+	}
+	c.db = nil
+	return nil
+}
+
+// retire ends the transactions on the old file and makes db the backend's.
+// The old file is closed in the background: bbolt's Close waits for the
+// snapshots that still read it. The caller holds both locks.
+func (b *backend) retire(db *bolt.DB) {
+	b.read.close()
+	if err := b.batch.tx.Rollback(); err != nil {
+		b.lg.Warn("failed to roll back the old db's batch after defrag", zap.Error(err))
+	}
+	b.batch.tx = nil
+	old := b.db
+	b.db = db
+	b.retired.Add(1)
+	go func() {
+		defer b.retired.Done()
+		if err := old.Close(); err != nil {
+			b.lg.Warn("failed to close the db file replaced by defrag", zap.Error(err))
+		}
+	}()
+}
+
+// beginTxsKeepingReleased opens the batch and read transactions on the new
+// db. The writes the old file had not committed go into the new batch tx;
+// readers already see them through the released writes, which stay.
+func (b *backend) beginTxsKeepingReleased(uncommitted []pendingWrite) error {
+	wtx, err := b.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	if err := applyToTx(wtx, uncommitted); err != nil {
+		_ = wtx.Rollback()
+		return err
+	}
+	rtx, err := b.db.Begin(false)
+	if err != nil {
+		_ = wtx.Rollback()
+		return err
+	}
+	b.batch.tx = wtx
+	b.read.show(rtx)
+	b.refreshSizes(rtx)
+	return nil
+}
+
+// applyToDB writes ws into db in order, defragBatchKeys per transaction.
+func applyToDB(db *bolt.DB, ws []pendingWrite) error {
+	for len(ws) > 0 {
+		n := min(len(ws), defragBatchKeys)
+		if err := db.Update(func(tx *bolt.Tx) error { return applyToTx(tx, ws[:n]) }); err != nil {
+			return err
+		}
+		ws = ws[n:]
+	}
+	return nil
+}
+
+// applyToTx writes ws into tx in order, creating buckets as needed.
+func applyToTx(tx *bolt.Tx, ws []pendingWrite) error {
+	for _, w := range ws {
+		bucket, err := tx.CreateBucketIfNotExists(w.bucket)
+		if err != nil {
+			return err
+		}
+		bucket.FillPercent = defragFillPercent
+		if w.write.deleted {
+			err = bucket.Delete(w.write.key)
+		} else {
+			err = bucket.Put(w.write.key, w.write.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyBuckets copies every bucket of src into the new file, committing it
+// every defragBatchKeys pairs.
+func (c *defragCopy) copyBuckets(src *bolt.Tx) error {
+	w := &defragWriter{db: c.db, afterCommit: func() error {
+		failpoint.Inject("defragDuringCopy")
+		if c.b.stopping.Load() {
+			return errClosed
+		}
+		if c.b.defragCopied != nil {
+			return c.b.defragCopied()
+		}
+		return nil
+	}}
+	err := src.ForEach(func(name []byte, bucket *bolt.Bucket) error {
+		if err := w.openBucket(name); err != nil {
+			return err
+		}
+		return bucket.ForEach(w.put)
+	})
+	return w.finish(err)
+}
+
+// defragWriter writes into the new file in transactions of defragBatchKeys.
+type defragWriter struct {
+	db          *bolt.DB
+	tx          *bolt.Tx
+	name        []byte
+	bucket      *bolt.Bucket
+	count       int
+	afterCommit func() error
+}
+
+func (w *defragWriter) openBucket(name []byte) error {
+	if w.tx == nil {
+		tx, err := w.db.Begin(true)
+		if err != nil {
+			return err
+		}
+		w.tx = tx
+	}
+	bucket, err := w.tx.CreateBucketIfNotExists(name)
+	if err != nil {
+		return err
+	}
+	bucket.FillPercent = defragFillPercent
+	w.name, w.bucket = name, bucket
+	return nil
+}
+
+func (w *defragWriter) put(k, v []byte) error {
+	if w.count == defragBatchKeys {
+		if err := w.commit(); err != nil {
+			return err
+		}
+		if err := w.openBucket(w.name); err != nil {
+			return err
+		}
+	}
+	w.count++
+	return w.bucket.Put(k, v)
+}
+
+func (w *defragWriter) commit() error {
+	err := w.tx.Commit()
+	w.tx, w.bucket, w.count = nil, nil, 0
+	if err == nil && w.afterCommit != nil {
+		err = w.afterCommit()
+	}
+	return err
+}
+
+// finish commits the last batch, or rolls it back if copying failed.
+func (w *defragWriter) finish(copyErr error) error {
+	if w.tx == nil {
+		return copyErr
+	}
+	if copyErr != nil {
+		_ = w.tx.Rollback()
+		return copyErr
+	}
+	return w.commit()
+}

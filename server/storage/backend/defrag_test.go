@@ -1,0 +1,268 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// model is what a backend should hold: bucket/key -> value.
+type model map[string]string
+
+func (m model) put(b Backend, bucket []byte, k, v string) {
+	put(b, bucket, k, v)
+	m[string(bucket)+"/"+k] = v
+}
+
+func (m model) del(b Backend, bucket []byte, k string) {
+	del(b, bucket, k)
+	delete(m, string(bucket)+"/"+k)
+}
+
+func (m model) listing() []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func modelOf(t *testing.T, b Backend) model {
+	t.Helper()
+	m := model{}
+	for _, kv := range dump(t, b) {
+		k, v, _ := cutLast(kv)
+		m[k] = v
+	}
+	return m
+}
+
+func cutLast(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+func sortedDump(t *testing.T, b Backend) []string {
+	out := dump(t, b)
+	sort.Strings(out)
+	return out
+}
+
+// TestDefragKeepsWritesMadeWhileItRuns writes, deletes and commits in every
+// bucket while the copy and the catch-up run: the writes must not wait for
+// the defrag, readers must see them at once, and the swapped-in file must
+// hold all of them, those not committed at the swap in its batch.
+func TestDefragKeepsWritesMadeWhileItRuns(t *testing.T) {
+	b, path := NewTmpBackend(t)
+	fillKeys(b, 25000, 50) // three copy batches
+	m := modelOf(t, b)
+	be := b.(*backend)
+	copied := 0
+	be.defragCopied = func() error {
+		copied++
+		m.put(b, BucketKey, fmt.Sprintf("during-copy-%d", copied), "c")
+		m.del(b, BucketKey, fmt.Sprintf("key%06d", copied))
+		m.put(b, BucketLease, fmt.Sprintf("lease-%d", copied), "l")
+		m.put(b, BucketMeta, "consistent_index", fmt.Sprint(copied))
+		if got := viaReadTx(b, BucketKey, fmt.Sprintf("during-copy-%d", copied), "", 0); len(got) != 1 {
+			return fmt.Errorf("a reader did not see a write made during the copy: %v", got)
+		}
+		b.Commit()
+		return nil
+	}
+	be.defragCaughtUp = func() {
+		m.put(b, BucketAuthUsers, "after-catch-up", "committed")
+		m.del(b, BucketKey, "key000100")
+		b.Commit()
+		m.put(b, BucketKey, "uncommitted", "u")
+		m.del(b, BucketKey, "key000200")
+	}
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	if copied != 3 {
+		t.Fatalf("copy hook ran %d times, want 3", copied)
+	}
+	if got, want := sortedDump(t, b), m.listing(); !slices.Equal(got, want) {
+		t.Fatalf("after defrag: %d pairs, want %d\n%v", len(got), len(want), diff(got, want))
+	}
+	if b.PendingWrites() == 0 {
+		t.Error("the uncommitted writes were committed by the swap")
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+
+	// The next commit makes the writes uncommitted at the swap durable, on
+	// the new file; a crash after it keeps them all.
+	b.Commit()
+	if got, want := sortedDump(t, b), m.listing(); !slices.Equal(got, want) {
+		t.Fatalf("after the commit that followed the defrag: %v", diff(got, want))
+	}
+	put(b, BucketKey, "lost", "in the crash")
+	crash(t, b)
+	b2 := reopen(t, path)
+	if got, want := sortedDump(t, b2), m.listing(); !slices.Equal(got, want) {
+		t.Fatalf("after crash: %d pairs, want %d\n%v", len(got), len(want), diff(got, want))
+	}
+}
+
+func diff(got, want []string) string {
+	var out []string
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			out = append(out, "+"+g)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			out = append(out, "-"+w)
+		}
+	}
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	return fmt.Sprint(out)
+}
+
+// TestDefragWritesToANewBucket: a bucket first written during the copy is
+// in the new file.
+func TestDefragWritesToANewBucket(t *testing.T) {
+	b, path := NewTmpBackend(t)
+	fillKeys(b, 100, 10)
+	b.(*backend).defragCopied = func() error {
+		put(b, []byte("later"), "k", "v")
+		b.Commit()
+		return nil
+	}
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket([]byte("later")); bk == nil || string(bk.Get([]byte("k"))) != "v" {
+			t.Error("bucket created during the defrag is missing from the new file")
+		}
+		return nil
+	})
+}
+
+// TestSnapshotOutlivesDefrag: a snapshot taken before a defrag still reads
+// the old file after the swap, and the old file is closed with it.
+func TestSnapshotOutlivesDefrag(t *testing.T) {
+	b, _ := NewTmpBackend(t)
+	fillKeys(b, 2000, 100)
+	snap := b.Snapshot()
+	del(b, BucketKey, "key000000")
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "snap.db")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpFile(t, out); !slices.Contains(got, "key/key000000="+string(slices.Repeat([]byte("v"), 100))) {
+		t.Fatal("snapshot taken before the defrag lost a key deleted after it")
+	}
+	b.(*backend).retired.Wait() // the old file is closed once the snapshot is
+}
+
+// TestCloseStopsARunningDefrag: Close during the copy ends the defrag with
+// an error, removes the new file, and the db keeps every write.
+func TestCloseStopsARunningDefrag(t *testing.T) {
+	b, path := NewTmpBackend(t)
+	fillKeys(b, 25000, 10)
+	want := dump(t, b)
+	closed := make(chan error, 1)
+	first := true
+	b.(*backend).defragCopied = func() error {
+		if first {
+			first = false
+			go func() { closed <- b.Close() }()
+			for !b.(*backend).stopping.Load() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return nil
+	}
+	if err := b.Defrag(); !errors.Is(err, errClosed) {
+		t.Fatalf("Defrag during Close: %v, want %v", err, errClosed)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+	if got := dumpFile(t, path); !slices.Equal(got, want) {
+		t.Fatal("data changed")
+	}
+}
+
+// TestConcurrentDefragsAndSnapshots runs defrags from two goroutines while a
+// writer commits and snapshots are streamed (meant for -race).
+func TestConcurrentDefragsAndSnapshots(t *testing.T) {
+	b, _ := NewTmpBackend(t)
+	fillKeys(b, 3000, 20)
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for range 3 {
+				if err := b.Defrag(); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	m := modelOf(t, b)
+	for i := range 300 {
+		m.put(b, BucketKey, fmt.Sprintf("w%04d", i), "x")
+		if i%7 == 0 {
+			m.del(b, BucketKey, fmt.Sprintf("key%06d", i))
+		}
+		if i%20 == 0 {
+			b.Commit()
+			s := b.Snapshot()
+			_, _ = s.WriteTo(io.Discard)
+			_ = s.Close()
+		}
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := sortedDump(t, b), m.listing(); !slices.Equal(got, want) {
+		t.Fatalf("%v", diff(got, want))
+	}
+}
