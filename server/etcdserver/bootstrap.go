@@ -28,6 +28,7 @@ type bootstrapped struct {
 	node          *raft.RawNode
 	snapshot      *raftpb.Snapshot // nil when the member starts without one
 	peers         []*membership.Member
+	wal           walView // checked against the backend once it is open
 }
 
 func (s *Server) raftConfig(id uint64, ms *raft.MemoryStorage) *raft.Config {
@@ -117,17 +118,23 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 	return &bootstrapped{
 		id: self, clusterID: cid, memStorage: ms, node: node, peers: members,
 		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
+		// raft's bootstrap adds one conf change entry per initial member.
+		wal: walView{dir: s.cfg.walDir(), lastIndex: uint64(len(peers))},
 	}, nil
 }
 
 func (s *Server) restartRaft() (*bootstrapped, error) {
-	walSnaps, err := wal.ValidSnapshotEntries(s.lg, s.cfg.walDir())
+	walDir := s.cfg.walDir()
+	walSnaps, err := wal.ValidSnapshotEntries(s.lg, walDir)
 	if err != nil {
-		return nil, err
+		return nil, checkWALReadable(0, walDir, err)
 	}
 	ss := snap.New(s.lg, s.cfg.snapDir())
 	snapshot, err := ss.LoadNewestAvailable(walSnaps)
 	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
+		return nil, err
+	}
+	if err := checkSnapshotPresent(0, s.cfg.snapDir(), walDir, walSnaps, snapshot); err != nil {
 		return nil, err
 	}
 	marker := walpb.Snapshot{}
@@ -135,16 +142,25 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 		md := snapshot.GetMetadata()
 		marker = walpb.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()}
 	}
-	w, mdBytes, hs, ents, err := openWAL(s.lg, s.cfg.walDir(), marker)
+	w, mdBytes, hs, ents, err := openWAL(s.lg, walDir, marker)
 	if err != nil {
-		return nil, err
+		return nil, checkWALReadable(0, walDir, err)
 	}
 	if s.cfg.UnsafeNoFsync {
 		w.SetUnsafeNoFsync()
 	}
 	md := &pb.Metadata{}
 	if err := proto.Unmarshal(mdBytes, md); err != nil {
+		w.Close()
 		return nil, fmt.Errorf("decode wal metadata: %w", err)
+	}
+	view := walView{dir: walDir, tailPath: w.TailPath(), lastIndex: marker.Index}
+	if n := len(ents); n > 0 {
+		view.lastIndex = ents[n-1].GetIndex()
+	}
+	if err := checkCommitInWAL(md.GetNodeID(), view, hs); err != nil {
+		w.Close()
+		return nil, err
 	}
 	if s.cfg.ForceNewCluster {
 		if hs, ents, err = s.forceNewCluster(w, md.GetNodeID(), snapshot, hs, ents); err != nil {
@@ -173,7 +189,7 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	}
 	return &bootstrapped{
 		id: md.GetNodeID(), clusterID: md.GetClusterID(), memStorage: ms, node: node, snapshot: snapshot,
-		storage: &raftStorage{wal: w, snapshotter: ss},
+		storage: &raftStorage{wal: w, snapshotter: ss}, wal: view,
 	}, nil
 }
 

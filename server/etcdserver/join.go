@@ -59,6 +59,7 @@ func (s *Server) joinExistingCluster() (*bootstrapped, error) {
 	return &bootstrapped{
 		id: self.ID, clusterID: clusterID, memStorage: ms, node: node, peers: remote,
 		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
+		wal:     walView{dir: s.cfg.walDir()}, // a joining member starts with an empty log
 	}, nil
 }
 

@@ -154,6 +154,11 @@ func (s *Server) openStores(b *bootstrapped) error {
 	if err := s.openBackendStores(); err != nil {
 		return err
 	}
+	// Before anything writes to the backend, bootstrap defrag included.
+	if err := checkBackendNotAheadOfWAL(b.id, s.cfg.backendPath(), b.wal, s.consistentIdx); err != nil {
+		s.closeBackendStores()
+		return err
+	}
 	if err := s.maybeDefragBackend(); err != nil {
 		s.closeBackendStores()
 		return err

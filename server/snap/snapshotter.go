@@ -56,6 +56,11 @@ func New(lg *zap.Logger, dir string) *Snapshotter {
 	return &Snapshotter{lg: lg, dir: dir}
 }
 
+// FileName is the name of the .snap file of the snapshot at term and index.
+func FileName(term, index uint64) string {
+	return fmt.Sprintf("%016x-%016x%s", term, index, snapSuffix)
+}
+
 // SaveSnap writes snapshot to "<term>-<index>.snap" and fsyncs it. An empty
 // snapshot (index 0) is not written.
 func (s *Snapshotter) SaveSnap(snapshot *raftpb.Snapshot) error {
@@ -70,7 +75,7 @@ func (s *Snapshotter) SaveSnap(snapshot *raftpb.Snapshot) error {
 	metrics.SnapMarshalSeconds.Observe(time.Since(start).Seconds())
 	env := snappb.Snapshot{Crc: crc32.Update(0, crcTable, data), Data: data}
 	md := snapshot.GetMetadata()
-	path := filepath.Join(s.dir, fmt.Sprintf("%016x-%016x%s", md.GetTerm(), md.GetIndex(), snapSuffix))
+	path := filepath.Join(s.dir, FileName(md.GetTerm(), md.GetIndex()))
 	if err := writeSnapFile(path, env.Marshal()); err != nil {
 		s.lg.Warn("failed to write a snap file", zap.String("path", path), zap.Error(err))
 		if rerr := os.Remove(path); rerr != nil && !os.IsNotExist(rerr) {
@@ -83,14 +88,16 @@ func (s *Snapshotter) SaveSnap(snapshot *raftpb.Snapshot) error {
 }
 
 // writeSnapFile writes and fsyncs a .snap file, timing the whole write as
-// the fsync (WriteAndSyncFile does not expose the two apart).
+// the fsync (WriteAndSyncFile does not expose the two apart). The directory
+// is fsynced too: the WAL records the snapshot right after this returns, and
+// a power cut must not keep that record while losing the file's name.
 func writeSnapFile(path string, data []byte) error {
 	start := time.Now()
-	err := fileutil.WriteAndSyncFile(path, data, 0o666)
-	if err == nil {
-		metrics.SnapFsyncSeconds.Observe(time.Since(start).Seconds())
+	if err := fileutil.WriteAndSyncFile(path, data, 0o666); err != nil {
+		return err
 	}
-	return err
+	metrics.SnapFsyncSeconds.Observe(time.Since(start).Seconds())
+	return fileutil.FsyncDir(filepath.Dir(path))
 }
 
 // Load returns the newest snapshot that can be read. Unreadable files met on

@@ -35,6 +35,9 @@ type decoder struct {
 	segs         []segmentReader // segments not yet finished; segs[0] is current
 	crc          uint32
 	lastValidOff int64 // offset just after the last good frame in segs[0]
+	// cutShort is set when the last segment's file ends inside a frame
+	// (rather than the frame reading as zeros): see ErrSegmentCutShort.
+	cutShort bool
 }
 
 func newDecoder(segs ...segmentReader) *decoder { return &decoder{segs: segs} }
@@ -74,7 +77,7 @@ func (d *decoder) decodeInSegment(rec *walpb.Record) error {
 		if err != io.ErrUnexpectedEOF {
 			return err
 		}
-		return d.truncated("frame header")
+		return d.endsInsideFrame("frame header")
 	}
 	lenField := binary.LittleEndian.Uint64(word[:])
 	if lenField == 0 {
@@ -82,14 +85,14 @@ func (d *decoder) decodeInSegment(rec *walpb.Record) error {
 	}
 	recBytes, padBytes := decodeFrameSize(lenField)
 	if recBytes > seg.size-d.lastValidOff-frameHeaderBytes-padBytes {
-		return d.truncated(fmt.Sprintf("frame of %d bytes", recBytes))
+		return d.endsInsideFrame(fmt.Sprintf("frame of %d bytes", recBytes))
 	}
 	data := make([]byte, recBytes+padBytes)
 	if _, err := io.ReadFull(seg.r, data); err != nil {
 		if err != io.EOF && err != io.ErrUnexpectedEOF {
 			return err
 		}
-		return d.truncated("frame body")
+		return d.endsInsideFrame("frame body")
 	}
 	if err := rec.Unmarshal(data[:recBytes]); err != nil {
 		if d.isTornFrame(data) {
@@ -137,6 +140,21 @@ func (d *decoder) truncated(what string) error {
 		return fmt.Errorf("%w: torn %s in %s at offset %d", io.ErrUnexpectedEOF, what, d.path(), d.lastValidOff)
 	}
 	return fmt.Errorf("wal: truncated %s in %s at offset %d", what, d.path(), d.lastValidOff)
+}
+
+// endsInsideFrame reports a frame that runs past the end of its file.
+func (d *decoder) endsInsideFrame(what string) error {
+	d.cutShort = true
+	return d.truncated(what)
+}
+
+// tailSize is the size of the segment being read, the last one once the
+// decoder has reached the end of the log.
+func (d *decoder) tailSize() int64 {
+	if len(d.segs) == 0 {
+		return 0
+	}
+	return d.segs[0].size
 }
 
 // isTornFrame reports whether a bad frame in the last segment looks like an

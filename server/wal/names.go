@@ -73,21 +73,22 @@ func searchIndex(names []string, index uint64) (int, bool) {
 	return -1, false
 }
 
-// isValidSeq reports whether the sequence numbers of names increase by one,
-// i.e. no segment is missing in the middle.
-func isValidSeq(names []string) bool {
+// checkSeq reports a segment missing in the middle of names: their
+// sequence numbers must increase by one.
+func checkSeq(names []string) error {
 	var last uint64
 	for i, n := range names {
 		seq, _, err := parseWALName(n)
 		if err != nil {
-			return false
+			return err
 		}
 		if i > 0 && seq != last+1 {
-			return false
+			return fmt.Errorf("wal: file sequence numbers (starting from %s) do not increase continuously: %s follows %s",
+				names[0], n, names[i-1])
 		}
 		last = seq
 	}
-	return true
+	return nil
 }
 
 // selectWALFiles returns the names in dir and the position of the segment
@@ -101,8 +102,8 @@ func selectWALFiles(lg *zap.Logger, dir string, snapIndex uint64) ([]string, int
 	if !ok {
 		return nil, -1, fmt.Errorf("%w which matches the snapshot index %d", ErrFileNotFound, snapIndex)
 	}
-	if !isValidSeq(names[i:]) {
-		return nil, -1, fmt.Errorf("wal: file sequence numbers (starting from %s) do not increase continuously", names[i])
+	if err := checkSeq(names[i:]); err != nil {
+		return nil, -1, err
 	}
 	return names, i, nil
 }

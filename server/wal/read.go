@@ -160,8 +160,13 @@ func (w *WAL) ReadAll() (metadata []byte, state *raftpb.HardState, ents []*raftp
 	}
 	r := newReplay(w.start, true)
 	err = r.run(w.decoder)
-	if isTornTail(err) && w.tail() != nil {
-		w.lg.Warn("discarding torn record at the end of the WAL", zap.Error(err))
+	if isTornTail(err) {
+		if cut := checkNotCutShort(w.decoder, r.lastIndex); cut != nil {
+			return nil, &raftpb.HardState{}, nil, cut
+		}
+		if w.tail() != nil {
+			w.lg.Warn("discarding torn record at the end of the WAL", zap.Error(err))
+		}
 	}
 	if err != io.EOF && !isTornTail(err) {
 		return nil, &raftpb.HardState{}, nil, err
@@ -173,6 +178,17 @@ func (w *WAL) ReadAll() (metadata []byte, state *raftpb.HardState, ents []*raftp
 		return r.metadata, r.state, r.ents, ErrSnapshotNotFound
 	}
 	return r.metadata, r.state, r.ents, nil
+}
+
+// checkNotCutShort tells a torn tail that a crash can leave from a segment
+// file that was cut: a frame running past the end of a file smaller than a
+// preallocated segment. lastIndex is the last index read before the damage.
+func checkNotCutShort(d *decoder, lastIndex uint64) error {
+	if !d.cutShort || d.tailSize() >= SegmentSizeBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is %d bytes, less than the %d a segment is preallocated to, and ends inside the record at offset %d, after index %d: the records after that point are lost",
+		ErrSegmentCutShort, d.path(), d.tailSize(), SegmentSizeBytes, d.lastValidOff, lastIndex)
 }
 
 // finishRead ends the read phase: a read-only WAL closes its files, a WAL
@@ -212,6 +228,9 @@ func ValidSnapshotEntries(lg *zap.Logger, dir string) ([]walpb.Snapshot, error) 
 	}
 	names, err := readWALNames(lg, dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSeq(names); err != nil {
 		return nil, err
 	}
 	r, err := replayReadOnly(dir, names, walpb.Snapshot{})

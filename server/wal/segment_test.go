@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -160,7 +162,6 @@ type tornTailCase struct {
 }
 
 var tornTailCases = []tornTailCase{
-	{"truncated", everyByte, func(path string, cut int64) error { return os.Truncate(path, cut) }},
 	{"zeroed sectors", sectorBoundaries, func(path string, cut int64) error {
 		// The sectors from cut on never reached the disk and still read as
 		// zeros, as in a preallocated file.
@@ -223,6 +224,45 @@ func TestTornTailIsRepairedOnOpen(t *testing.T) {
 				mustClose(t, w)
 			}
 		})
+	}
+}
+
+// TestCutShortSegmentIsRefused cuts the last segment inside its last frame:
+// no crash leaves a preallocated file shorter, so the records after the cut
+// may have been acknowledged and ReadAll must refuse instead of repairing.
+func TestCutShortSegmentIsRefused(t *testing.T) {
+	withSegmentSize(t, 16*1024)
+	src := filepath.Join(t.TempDir(), "wal")
+	w := mustCreate(t, src, nil)
+	mustSave(t, w, hardState(1, 1, 3), entries(1, 3, 1, 100))
+	frameStart := w.encoder.end()
+	mustSave(t, w, nil, entries(4, 1, 1, 700))
+	frameEnd := w.encoder.end()
+	mustClose(t, w)
+
+	for _, cut := range everyByte(frameStart+1, frameEnd) {
+		dir := filepath.Join(t.TempDir(), "wal")
+		copyDir(t, src, dir)
+		path := filepath.Join(dir, walName(0, 0))
+		if err := os.Truncate(path, cut); err != nil {
+			t.Fatal(err)
+		}
+		w, err := Open(nil, dir, walpb.Snapshot{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err = w.ReadAll()
+		mustClose(t, w)
+		if !errors.Is(err, ErrSegmentCutShort) {
+			t.Fatalf("cut at %d: ReadAll = %v, want ErrSegmentCutShort", cut, err)
+		}
+		want := fmt.Sprintf("wal: last segment was cut short: %s is %d bytes, less than the 16384 a segment is preallocated to, and ends inside the record at offset %d, after index 3: the records after that point are lost", path, cut, frameStart)
+		if err.Error() != want {
+			t.Fatalf("cut at %d: error %q\nwant %q", cut, err, want)
+		}
+		if b, _ := os.ReadFile(path); int64(len(b)) != cut {
+			t.Fatalf("cut at %d: refused ReadAll changed the file to %d bytes", cut, len(b))
+		}
 	}
 }
 

@@ -72,6 +72,11 @@ var (
 	ErrDecoderNotFound = errors.New("wal: decoder not found")
 	// ErrNotWritable: Save before ReadAll, or on a WAL from OpenForRead.
 	ErrNotWritable = errors.New("wal: not open for appending")
+	// ErrSegmentCutShort: the last segment's file ends inside a record and
+	// is shorter than a preallocated segment. A crash cannot do that (every
+	// segment is preallocated, so an unfinished write reads as zeros): the
+	// file was cut, and the records it lost may have been acknowledged.
+	ErrSegmentCutShort = errors.New("wal: last segment was cut short")
 	// ErrUnexpectedEOF is wrapped by the error for a torn last frame. ReadAll
 	// and Verify treat such a frame as the end of the log, so callers only
 	// meet it from tools that decode segments themselves.
@@ -437,6 +442,18 @@ func (w *WAL) cut() error {
 	}
 	w.lg.Info("created a new WAL segment", zap.String("path", path))
 	return nil
+}
+
+// TailPath is the path of the segment appends go to ("" before ReadAll or
+// on a read-only WAL), for messages about the end of the log.
+func (w *WAL) TailPath() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.encoder == nil || w.tail() == nil {
+		return ""
+	}
+	t := w.tail()
+	return filepath.Join(w.dir, walName(t.seq, t.index))
 }
 
 // Sync makes every record saved so far durable, including a HardState
