@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
