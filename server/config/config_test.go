@@ -178,6 +178,10 @@ func TestParseErrors(t *testing.T) {
 		{"missing value", []string{"--name"}, nil, "flag needs an argument: -name", true},
 		{"bad url scheme", []string{"--listen-peer-urls=ftp://1.2.3.4:1"}, nil, "URL scheme must be http, https, unix, or unixs: ftp://1.2.3.4:1", true},
 		{"url without port", []string{"--listen-peer-urls=http://1.2.3.4"}, nil, `URL address does not have the form "host:port": http://1.2.3.4`, true},
+		{"port above 65535", []string{"--listen-client-urls=http://127.0.0.1:99999", "--advertise-client-urls=http://127.0.0.1:1"}, nil,
+			`invalid value "http://127.0.0.1:99999" for flag -listen-client-urls: address 99999: invalid port in http://127.0.0.1:99999`, true},
+		{"peer port above 65535", []string{"--listen-peer-urls=http://127.0.0.1:65536"}, nil, "address 65536: invalid port in http://127.0.0.1:65536", true},
+		{"non-numeric port", []string{"--listen-peer-urls=http://127.0.0.1:abc"}, nil, `parse "http://127.0.0.1:abc": invalid port ":abc" after host`, true},
 		{"url with path", []string{"--listen-peer-urls=http://1.2.3.4:1/x"}, nil, "URL must not contain a path: http://1.2.3.4:1/x", true},
 		{"bad cluster state", []string{"--initial-cluster-state=old"}, nil, `invalid value "old" for flag -initial-cluster-state: invalid value`, true},
 		{"positional", []string{"extra"}, nil, `"extra" is not a valid flag`, false},
@@ -246,7 +250,7 @@ func TestEnvironment(t *testing.T) {
 		{"flag and env for different flags", []string{"--name=f"}, []string{"ETCD_SNAPSHOT_COUNT=7"}, func(c *Config) any { return c.SnapshotCount }, uint64(7), ""},
 		{"empty env ignored", nil, []string{"ETCD_NAME="}, func(c *Config) any { return c.Name }, "default", "unrecognized environment variable"},
 		{"unknown env warned", nil, []string{"ETCD_NOPE=1"}, func(c *Config) any { return c.Name }, "default", "unrecognized environment variable"},
-		{"other prefix silent", nil, []string{"ETCDCTL_API=3", "PATH=/bin"}, func(c *Config) any { return len(c.Notices) }, 3, ""},
+		{"other prefix silent", nil, []string{"ETCDCTL_API=3", "PATH=/bin"}, func(c *Config) any { return len(c.Notices) }, 4, ""}, // 3 + the quota's
 		{"listen env without advertise", nil, []string{"ETCD_LISTEN_CLIENT_URLS=http://127.0.0.1:1", "ETCD_ADVERTISE_CLIENT_URLS=http://127.0.0.1:1"},
 			func(c *Config) any { return joinURLs(urlStrings(c.AdvertiseClientUrls)) }, "http://127.0.0.1:1", ""},
 	}

@@ -134,6 +134,7 @@ func finish(c *Config, explicit map[string]bool) (*Config, error) {
 		return nil, err
 	}
 	c.noteDeprecated(explicit)
+	c.noteQuota()
 	c.fillDerivedDefaults()
 	return c, nil
 }

@@ -36,8 +36,13 @@ func parseURLs(strs []string) ([]url.URL, error) {
 func checkURLShape(u *url.URL, in string) error {
 	switch u.Scheme {
 	case "http", "https":
-		if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		_, port, err := net.SplitHostPort(u.Host)
+		if err != nil {
 			return fmt.Errorf(`URL address does not have the form "host:port": %s`, in)
+		}
+		// url.Parse takes any digits; etcd would only fail when it binds.
+		if _, err := strconv.ParseUint(port, 10, 16); port != "" && err != nil {
+			return fmt.Errorf("address %s: invalid port in %s", port, in)
 		}
 		if u.Path != "" {
 			return fmt.Errorf("URL must not contain a path: %s", in)

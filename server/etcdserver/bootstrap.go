@@ -127,14 +127,14 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	walDir := s.cfg.walDir()
 	walSnaps, err := wal.ValidSnapshotEntries(s.lg, walDir)
 	if err != nil {
-		return nil, checkWALReadable(0, walDir, err)
+		return nil, checkWALReadable(walDir, err)
 	}
 	ss := snap.New(s.lg, s.cfg.snapDir())
 	snapshot, err := ss.LoadNewestAvailable(walSnaps)
 	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
 		return nil, err
 	}
-	if err := checkSnapshotPresent(0, s.cfg.snapDir(), walDir, walSnaps, snapshot); err != nil {
+	if err := checkSnapshotPresent(s.cfg.snapDir(), walDir, walSnaps, snapshot); err != nil {
 		return nil, err
 	}
 	marker := walpb.Snapshot{}
@@ -144,7 +144,7 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	}
 	w, mdBytes, hs, ents, err := openWAL(s.lg, walDir, marker)
 	if err != nil {
-		return nil, checkWALReadable(0, walDir, err)
+		return nil, checkWALReadable(walDir, err)
 	}
 	if s.cfg.UnsafeNoFsync {
 		w.SetUnsafeNoFsync()

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/pkg/fileutil"
 	"github.com/cairnkv/cairn/server/snap"
+	"github.com/cairnkv/cairn/server/wal"
 	"github.com/cairnkv/cairn/server/wal/walpb"
 )
 
@@ -48,17 +51,31 @@ type walView struct {
 
 // checkWALReadable turns damage found while opening or replaying the WAL
 // into a refusal. A lock held by another process is not damage.
-func checkWALReadable(memberID uint64, dir string, err error) error {
+func checkWALReadable(dir string, err error) error {
 	if err == nil || errors.Is(err, fileutil.ErrLocked) {
 		return err
 	}
-	return &storageFault{memberID: memberID, problem: fmt.Sprintf("the WAL in %s cannot be replayed: %v", dir, err)}
+	return &storageFault{memberID: memberIDFromWAL(dir), problem: fmt.Sprintf("the WAL in %s cannot be replayed: %v", dir, err)}
+}
+
+// memberIDFromWAL reads the member ID from the metadata at the start of the
+// WAL, or 0 if even that is unreadable.
+func memberIDFromWAL(dir string) uint64 {
+	b, err := wal.ReadMetadata(dir)
+	if err != nil {
+		return 0
+	}
+	md := &pb.Metadata{}
+	if proto.Unmarshal(b, md) != nil {
+		return 0
+	}
+	return md.GetNodeID()
 }
 
 // checkSnapshotPresent refuses a start when the newest snapshot the WAL
 // vouches for has no readable .snap file: the WAL segments before it may
 // have been purged, and the backend may already be past it.
-func checkSnapshotPresent(memberID uint64, snapDir, walDir string, walSnaps []walpb.Snapshot, loaded *raftpb.Snapshot) error {
+func checkSnapshotPresent(snapDir, walDir string, walSnaps []walpb.Snapshot, loaded *raftpb.Snapshot) error {
 	newest := walpb.Snapshot{}
 	for _, s := range walSnaps {
 		if s.Index > newest.Index {
@@ -72,7 +89,7 @@ func checkSnapshotPresent(memberID uint64, snapDir, walDir string, walSnaps []wa
 	if loaded != nil {
 		have = fmt.Sprintf("the newest readable one is at index %d", loaded.GetMetadata().GetIndex())
 	}
-	return &storageFault{memberID: memberID, problem: fmt.Sprintf(
+	return &storageFault{memberID: memberIDFromWAL(walDir), problem: fmt.Sprintf(
 		"the WAL in %s records a snapshot at index %d (term %d) but its file %s is missing or unreadable (%s)",
 		walDir, newest.Index, newest.Term, filepath.Join(snapDir, snap.FileName(newest.Term, newest.Index)), have)}
 }

@@ -281,3 +281,28 @@ func replayReadOnly(dir string, names []string, start walpb.Snapshot) (*replay, 
 	}
 	return r, nil
 }
+
+// ReadMetadata returns the metadata recorded at the start of the oldest
+// segment in dir, without replaying the log: enough to name the member in
+// an error about a log that cannot be replayed.
+func ReadMetadata(dir string) ([]byte, error) {
+	names, err := readWALNames(zap.NewNop(), dir)
+	if err != nil {
+		return nil, err
+	}
+	readers, closeAll, err := openReaders(dir, names[:1])
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	d := newDecoder(readers...)
+	var rec walpb.Record
+	for {
+		if err := d.decode(&rec); err != nil {
+			return nil, err
+		}
+		if rec.Type == metadataType {
+			return rec.Data, nil
+		}
+	}
+}
