@@ -25,7 +25,7 @@ func (s *Snapshotter) SaveDBFrom(r io.Reader, id uint64) (int64, error) {
 	n, err := io.Copy(f, r)
 	if err == nil {
 		fsyncStart := time.Now()
-		err = fileutil.Fsync(f)
+		err = disk.fsync(f)
 		metrics.SnapDBFsyncSeconds.Observe(time.Since(fsyncStart).Seconds())
 	}
 	if cerr := f.Close(); err == nil {
@@ -41,11 +41,14 @@ func (s *Snapshotter) SaveDBFrom(r io.Reader, id uint64) (int64, error) {
 		os.Remove(f.Name())
 		return n, nil
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := disk.rename(f.Name(), path); err != nil {
 		os.Remove(f.Name())
 		return n, err
 	}
-	if err := fileutil.FsyncDir(s.dir); err != nil {
+	if err := disk.fsyncDir(s.dir); err != nil {
+		// The name may not survive a power cut: take it away, or the
+		// retransmission would find it and skip the fsync that failed.
+		os.Remove(path)
 		return n, err
 	}
 	metrics.SnapDBSaveSeconds.Observe(time.Since(start).Seconds())

@@ -93,11 +93,11 @@ func (s *Snapshotter) SaveSnap(snapshot *raftpb.Snapshot) error {
 // a power cut must not keep that record while losing the file's name.
 func writeSnapFile(path string, data []byte) error {
 	start := time.Now()
-	if err := fileutil.WriteAndSyncFile(path, data, 0o666); err != nil {
+	if err := disk.writeAndSync(path, data, 0o666); err != nil {
 		return err
 	}
 	metrics.SnapFsyncSeconds.Observe(time.Since(start).Seconds())
-	return fileutil.FsyncDir(filepath.Dir(path))
+	return disk.fsyncDir(filepath.Dir(path))
 }
 
 // Load returns the newest snapshot that can be read. Unreadable files met on

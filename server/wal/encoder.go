@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"os"
 
 	"github.com/cairnkv/cairn/server/metrics"
@@ -49,14 +50,14 @@ func decodeFrameSize(lenField uint64) (recBytes, padBytes int64) {
 // encoder appends framed records to one segment file. It keeps the rolling
 // CRC and buffers frames until flush, writing whole pages in between.
 type encoder struct {
-	f   *os.File
+	f   io.WriterAt // the segment file, through disk
 	crc uint32
 	off int64  // file offset of buf[0]
 	buf []byte // frames not yet written to f
 }
 
 func newEncoder(f *os.File, off int64, prevCrc uint32) *encoder {
-	return &encoder{f: f, crc: prevCrc, off: off}
+	return &encoder{f: disk.writer(f), crc: prevCrc, off: off}
 }
 
 // encode sets rec.Crc to the rolling CRC including rec.Data and buffers the

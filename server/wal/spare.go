@@ -92,7 +92,7 @@ func (s *spareSegments) make(path string) spareResult {
 	if err != nil {
 		return spareResult{err: err}
 	}
-	if err := fileutil.Preallocate(f.File, s.size, true); err != nil {
+	if err := disk.preallocate(f.File, s.size); err != nil {
 		s.lg.Error("failed to preallocate space when creating a new WAL", zap.Int64("size", s.size), zap.Error(err))
 		f.Close()
 		os.Remove(path)

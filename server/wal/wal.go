@@ -77,6 +77,11 @@ var (
 	// segment is preallocated, so an unfinished write reads as zeros): the
 	// file was cut, and the records it lost may have been acknowledged.
 	ErrSegmentCutShort = errors.New("wal: last segment was cut short")
+	// ErrFailed: an earlier write, sync or segment cut failed. What it
+	// wrote may be lost even if a retry seemed to work (after a failed
+	// fsync the kernel may have dropped the dirty pages), so the WAL takes
+	// no more records: the member must stop and replay from disk.
+	ErrFailed = errors.New("wal: an earlier write to the log failed; it accepts no more records")
 	// ErrUnexpectedEOF is wrapped by the error for a torn last frame. ReadAll
 	// and Verify treat such a frame as the end of the log, so callers only
 	// meet it from tools that decode segments themselves.
@@ -112,6 +117,31 @@ type WAL struct {
 	spares   *spareSegments // the next segment files, made ahead
 
 	unsafeNoSync bool // --unsafe-no-fsync: write but never fdatasync
+
+	// failed is the first error of a write, sync or cut; once set every
+	// later append or sync fails with ErrFailed (see there).
+	failed error
+}
+
+// checkUsable returns the error for appending to w: not open for appending,
+// or failed before.
+func (w *WAL) checkUsable() error {
+	if w.failed != nil {
+		return fmt.Errorf("%w (first failure: %v)", ErrFailed, w.failed)
+	}
+	if w.encoder == nil {
+		return ErrNotWritable
+	}
+	return nil
+}
+
+// noteFailure remembers err, if any, as the WAL's first failure.
+func (w *WAL) noteFailure(err error) error {
+	if err != nil && w.failed == nil {
+		w.failed = err
+		w.lg.Error("WAL write failed; refusing further writes", zap.String("dir", w.dir), zap.Error(err))
+	}
+	return err
 }
 
 // SetUnsafeNoFsync makes the WAL skip fdatasync (--unsafe-no-fsync): an
@@ -174,7 +204,7 @@ func createFirstSegment(lg *zap.Logger, dir, tmpdir string, metadata []byte) (*W
 	if err != nil {
 		return nil, err
 	}
-	if err := fileutil.Preallocate(f.File, SegmentSizeBytes, true); err != nil {
+	if err := disk.preallocate(f.File, SegmentSizeBytes); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -316,12 +346,16 @@ func openReaders(dir string, names []string) ([]segmentReader, func(), error) {
 func (w *WAL) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.encoder == nil {
-		return ErrNotWritable
+	if err := w.checkUsable(); err != nil {
+		return err
 	}
 	if raft.IsEmptyHardState(st) && len(ents) == 0 {
 		return nil
 	}
+	return w.noteFailure(w.save(st, ents))
+}
+
+func (w *WAL) save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 	mustSync := raft.MustSync(st, w.state, len(ents))
 	start := time.Now()
 	for _, e := range ents {
@@ -378,14 +412,14 @@ func (w *WAL) SaveSnapshot(snap walpb.Snapshot) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.encoder == nil {
-		return ErrNotWritable
+	if err := w.checkUsable(); err != nil {
+		return err
 	}
-	if err := w.encoder.encode(&walpb.Record{Type: snapshotType, Data: data}); err != nil {
+	if err := w.noteFailure(w.encoder.encode(&walpb.Record{Type: snapshotType, Data: data})); err != nil {
 		return err
 	}
 	w.enti = max(w.enti, snap.Index)
-	return w.sync()
+	return w.noteFailure(w.sync())
 }
 
 // writeSegmentHeader writes the crc and metadata records that open a segment.
@@ -411,7 +445,7 @@ func (w *WAL) cut() error {
 		return err
 	}
 	// Drop the unused preallocated space of the finished segment.
-	if err := tail.file.Truncate(w.encoder.end()); err != nil {
+	if err := disk.truncate(tail.file.File, w.encoder.end()); err != nil {
 		return err
 	}
 	if err := w.sync(); err != nil {
@@ -434,10 +468,10 @@ func (w *WAL) cut() error {
 		return err
 	}
 	path := filepath.Join(w.dir, walName(next.seq, next.index))
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := disk.rename(f.Name(), path); err != nil {
 		return err
 	}
-	if err := fileutil.Fsync(w.dirFile); err != nil {
+	if err := disk.fsync(w.dirFile); err != nil {
 		return err
 	}
 	w.lg.Info("created a new WAL segment", zap.String("path", path))
@@ -461,10 +495,10 @@ func (w *WAL) TailPath() string {
 func (w *WAL) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.encoder == nil {
-		return ErrNotWritable
+	if err := w.checkUsable(); err != nil {
+		return err
 	}
-	return w.sync()
+	return w.noteFailure(w.sync())
 }
 
 // sync writes out buffered frames and fdatasyncs the tail.
@@ -476,7 +510,11 @@ func (w *WAL) sync() error {
 		return nil
 	}
 	start := time.Now()
-	err := fileutil.Fdatasync(w.tail().file.File)
+	tail := w.tail()
+	err := disk.fdatasync(tail.file.File)
+	if err != nil {
+		err = fmt.Errorf("wal: fdatasync %s: %w", filepath.Join(w.dir, walName(tail.seq, tail.index)), err)
+	}
 	took := time.Since(start)
 	metrics.WALFsyncSeconds.Observe(took.Seconds())
 	if took > warnSyncDuration {
@@ -526,10 +564,12 @@ func (w *WAL) Close() error {
 		keep(w.spares.close())
 		w.spares = nil
 	}
-	if w.encoder != nil && w.tail() != nil {
+	// After a failure a last sync could only pretend: what failed is
+	// not known to be on disk whatever a new fsync says.
+	if w.encoder != nil && w.tail() != nil && w.failed == nil {
 		keep(w.sync())
-		w.encoder = nil
 	}
+	w.encoder = nil
 	if w.closeReaders != nil {
 		w.closeReaders()
 		w.closeReaders = nil
