@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/fileutil"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/snap"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -49,6 +51,11 @@ func (s *Server) raftConfig(id uint64, ms *raft.MemoryStorage) *raft.Config {
 func (s *Server) bootstrapRaft() (*bootstrapped, error) {
 	if err := os.MkdirAll(s.cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot access data directory: %w", err)
+	}
+	// MkdirAll may have just created these: their names must survive a
+	// power cut, or the member would come back as a new, empty one.
+	if err := syncNames(s.cfg.snapDir(), s.cfg.memberDir(), s.cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("cannot sync data directory: %w", err)
 	}
 	if wal.Exist(s.cfg.walDir()) {
 		return s.restartRaft()
@@ -227,6 +234,22 @@ func (s *Server) openBackend() (backend.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open backend %s: %w", s.cfg.backendPath(), err)
 	}
+	// bbolt creates the file without syncing its directory.
+	if err := syncNames(s.cfg.backendPath()); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("sync backend directory: %w", err)
+	}
 	s.lg.Info("opened backend db", zap.String("path", s.cfg.backendPath()), zap.Duration("took", time.Since(start)))
 	return be, nil
+}
+
+// syncNames fsyncs the directory holding each path, so that the paths'
+// names are durable.
+func syncNames(paths ...string) error {
+	for _, p := range paths {
+		if err := fileutil.FsyncDir(filepath.Dir(filepath.Clean(p))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

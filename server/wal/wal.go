@@ -224,6 +224,12 @@ func createFirstSegment(lg *zap.Logger, dir, tmpdir string, metadata []byte) (*W
 
 // moveInto renames the finished tmpdir to dir and makes the rename durable.
 func (w *WAL) moveInto(tmpdir, dir string) error {
+	// The first segment's name must be durable before the directory
+	// takes its final name: a power cut must not leave an empty WAL
+	// directory, which would make the member start as a new one.
+	if err := fileutil.FsyncDir(tmpdir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(dir); err != nil { // empty, checked by Create
 		return err
 	}

@@ -1,0 +1,440 @@
+// Package lazyfs is a FUSE filesystem for tests that can lose power. It
+// passes every operation through to a backing directory (which plays the
+// page cache) and keeps, beside it, the durable image a disk would hold: a
+// file's content reaches the image only when the file is fsynced or
+// fdatasynced, and a directory's entries only when the directory is
+// fsynced. PowerCut throws away everything not in the image, like the
+// LazyFS filesystem that etcd's robustness tests use.
+//
+// Limits, on purpose: the image is kept at the granularity of the byte
+// ranges written (a real disk may also keep some unsynced writes: losing
+// all of them is the harshest legal outcome), file identity follows the
+// backing inode number, and metadata other than size and names (modes,
+// times, xattrs) is not modelled.
+package lazyfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Available reports why lazyfs cannot mount here, or nil: it needs
+// /dev/fuse and root.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("lazyfs needs root to mount")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return fmt.Errorf("lazyfs needs /dev/fuse: %w", err)
+	}
+	return nil
+}
+
+// FS is one mounted lazyfs.
+type FS struct {
+	mountpoint, backing, image string
+	server                     *fuse.Server
+
+	mu sync.Mutex
+	// dirty holds, per backing inode, the ranges written since its last
+	// fsync; an inode present with no ranges had only its size changed.
+	dirty map[uint64][]span
+	// names is the durable namespace: directory (by inode, so that a
+	// renamed directory keeps its entries) to its entries as of its last
+	// fsync.
+	names map[uint64]map[string]entry
+	rootIno uint64
+}
+
+type span struct{ from, to int64 }
+
+type entry struct {
+	ino   uint64
+	isDir bool
+}
+
+// Mount serves backing at mountpoint. image is an empty directory outside
+// both where the durable content is kept. Everything already in backing
+// counts as durable.
+func Mount(mountpoint, backing, image string) (*FS, error) {
+	f := &FS{mountpoint: mountpoint, backing: backing, image: image}
+	if err := f.takeImage(); err != nil {
+		return nil, err
+	}
+	if err := f.mount(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *FS) mount() error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(f.backing, &st); err != nil {
+		return err
+	}
+	root := &gofs.LoopbackRoot{Path: f.backing, Dev: uint64(st.Dev)}
+	root.NewNode = func(r *gofs.LoopbackRoot, _ *gofs.Inode, _ string, _ *syscall.Stat_t) gofs.InodeEmbedder {
+		return &node{LoopbackNode: gofs.LoopbackNode{RootData: r}, lfs: f}
+	}
+	rootNode := root.NewNode(root, nil, "", &st)
+	root.RootNode = rootNode
+	srv, err := gofs.Mount(f.mountpoint, rootNode, &gofs.Options{
+		MountOptions: fuse.MountOptions{FsName: "lazyfs", Name: "lazyfs", DirectMount: true},
+	})
+	if err != nil {
+		return fmt.Errorf("lazyfs: mount %s: %w", f.mountpoint, err)
+	}
+	f.server = srv
+	return nil
+}
+
+// Unmount unmounts the filesystem; the backing keeps everything written.
+func (f *FS) Unmount() error {
+	if f.server == nil {
+		return nil
+	}
+	err := f.server.Unmount()
+	f.server = nil
+	return err
+}
+
+// PowerCut loses power: it unmounts, puts back in the backing directory
+// only what the durable image holds, and mounts again. No process may
+// have a file open on the mount (kill them first).
+func (f *FS) PowerCut() error {
+	if err := f.Unmount(); err != nil {
+		return err
+	}
+	if err := f.restoreImage(); err != nil {
+		return err
+	}
+	if err := f.takeImage(); err != nil {
+		return err
+	}
+	return f.mount()
+}
+
+func (f *FS) imagePath(ino uint64) string { return filepath.Join(f.image, fmt.Sprint(ino)) }
+
+// takeImage makes everything in the backing directory durable.
+func (f *FS) takeImage() error {
+	if err := os.RemoveAll(f.image); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.image, 0o700); err != nil {
+		return err
+	}
+	f.dirty = map[uint64][]span{}
+	f.names = map[uint64]map[string]entry{}
+	return filepath.WalkDir(f.backing, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		ino := info.Sys().(*syscall.Stat_t).Ino
+		if !d.IsDir() {
+			return copyFile(path, f.imagePath(ino))
+		}
+		if path == f.backing {
+			f.rootIno = ino
+		}
+		ents, err := listDir(path)
+		f.names[ino] = ents
+		return err
+	})
+}
+
+// restoreImage replaces the backing directory's content by the image.
+func (f *FS) restoreImage() error {
+	ents, err := os.ReadDir(f.backing)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(f.backing, e.Name())); err != nil {
+			return err
+		}
+	}
+	return f.restoreDir(f.backing, f.rootIno)
+}
+
+// restoreDir recreates in dir the durable entries of directory ino.
+func (f *FS) restoreDir(dir string, ino uint64) error {
+	ents := f.names[ino]
+	names := make([]string, 0, len(ents))
+	for n := range ents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := ents[n]
+		path := filepath.Join(dir, n)
+		if e.isDir {
+			if err := os.Mkdir(path, 0o700); err != nil {
+				return err
+			}
+			if err := f.restoreDir(path, e.ino); err != nil {
+				return err
+			}
+			continue
+		}
+		src := f.imagePath(e.ino)
+		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+			// Named durably, content never synced: an empty file.
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := copyFile(src, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func listDir(path string) (map[string]entry, error) {
+	des, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]entry, len(des))
+	for _, d := range des {
+		info, err := d.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out[d.Name()] = entry{ino: info.Sys().(*syscall.Stat_t).Ino, isDir: d.IsDir()}
+	}
+	return out, nil
+}
+
+// noteWrite records that [off, off+n) of ino changed.
+func (f *FS) noteWrite(ino uint64, off, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spans := f.dirty[ino]
+	if k := len(spans); k > 0 && off <= spans[k-1].to && off+n >= spans[k-1].from {
+		spans[k-1] = span{min(off, spans[k-1].from), max(off+n, spans[k-1].to)}
+	} else {
+		spans = append(spans, span{off, off + n})
+	}
+	f.dirty[ino] = spans
+}
+
+// noteResize records that ino's size changed.
+func (f *FS) noteResize(ino uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.dirty[ino]; !ok {
+		f.dirty[ino] = nil
+	}
+}
+
+// syncFile makes what ino's file holds now durable: the ranges written
+// since its last sync and its size. fd reads the backing file.
+func (f *FS) syncFile(ino uint64, fd int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spans, ok := f.dirty[ino]
+	if !ok {
+		return nil
+	}
+	img, err := os.OpenFile(f.imagePath(ino), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	// The handle may be write-only: read through a new descriptor.
+	src, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(src.Fd()), &st); err != nil {
+		return err
+	}
+	for _, s := range spans {
+		to := min(s.to, st.Size)
+		if to <= s.from {
+			continue
+		}
+		buf := make([]byte, to-s.from)
+		if _, err := src.ReadAt(buf, s.from); err != nil {
+			return err
+		}
+		if _, err := img.WriteAt(buf, s.from); err != nil {
+			return err
+		}
+	}
+	if err := img.Truncate(st.Size); err != nil {
+		return err
+	}
+	delete(f.dirty, ino)
+	return nil
+}
+
+// syncDir makes the entries of the directory at rel durable as they are now.
+func (f *FS) syncDir(rel string) error {
+	path := filepath.Join(f.backing, rel)
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return err
+	}
+	ents, err := listDir(path)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.names[st.Ino] = ents
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// node is a loopback node whose files and directories report to the FS.
+type node struct {
+	gofs.LoopbackNode
+	lfs *FS
+}
+
+func (n *node) relPath() string { return n.Path(n.Root()) }
+
+func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return n.wrap(fh, n.StableAttr().Ino, flags), fl, 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	in, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return in, n.wrap(fh, in.StableAttr().Ino, flags|syscall.O_TRUNC), fl, 0
+}
+
+func (n *node) wrap(fh gofs.FileHandle, ino uint64, flags uint32) gofs.FileHandle {
+	lf, ok := fh.(*gofs.LoopbackFile)
+	if !ok {
+		return fh
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		n.lfs.noteResize(ino)
+	}
+	return &file{LoopbackFile: lf, lfs: n.lfs, ino: ino}
+}
+
+func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); ok {
+		n.lfs.noteResize(n.StableAttr().Ino)
+	}
+	return n.LoopbackNode.Setattr(ctx, fh, in, out)
+}
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &dir{inner: fh, lfs: n.lfs, rel: n.relPath()}, fl, 0
+}
+
+// file tracks the writes of one open file. Passthrough is off: every write
+// must come through here.
+type file struct {
+	*gofs.LoopbackFile
+	lfs *FS
+	ino uint64
+}
+
+func (f *file) PassthroughFd() (int, bool) { return 0, false }
+
+func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f.lfs.noteWrite(f.ino, off, int64(len(data)))
+	return f.LoopbackFile.Write(ctx, data, off)
+}
+
+func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	var n int64
+	for _, d := range data {
+		n += int64(len(d))
+	}
+	f.lfs.noteWrite(f.ino, off, n)
+	return f.LoopbackFile.Writev(ctx, data, off)
+}
+
+func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	f.lfs.noteResize(f.ino)
+	return f.LoopbackFile.Allocate(ctx, off, size, mode)
+}
+
+func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); ok {
+		f.lfs.noteResize(f.ino)
+	}
+	return f.LoopbackFile.Setattr(ctx, in, out)
+}
+
+// Fsync makes the file durable in the image. The backing file is not
+// fsynced: it only plays the page cache.
+func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	fd, _ := f.LoopbackFile.PassthroughFd()
+	return gofs.ToErrno(f.lfs.syncFile(f.ino, fd))
+}
+
+// dir is an open directory; its fsync makes its entries durable.
+type dir struct {
+	inner gofs.FileHandle
+	lfs   *FS
+	rel   string
+}
+
+func (d *dir) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	return d.inner.(gofs.FileReaddirenter).Readdirent(ctx)
+}
+
+func (d *dir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	return d.inner.(gofs.FileSeekdirer).Seekdir(ctx, off)
+}
+
+func (d *dir) Releasedir(ctx context.Context, flags uint32) {
+	d.inner.(gofs.FileReleasedirer).Releasedir(ctx, flags)
+}
+
+func (d *dir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return gofs.ToErrno(d.lfs.syncDir(d.rel))
+}

@@ -1,0 +1,123 @@
+package lazyfs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func mountForTest(t *testing.T) (*FS, string) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	base := t.TempDir()
+	mnt, backing, image := filepath.Join(base, "mnt"), filepath.Join(base, "backing"), filepath.Join(base, "image")
+	for _, d := range []string{mnt, backing} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Mount(mnt, backing, image)
+	if err != nil {
+		t.Skipf("cannot mount lazyfs here: %v", err)
+	}
+	t.Cleanup(func() { f.Unmount() })
+	return f, mnt
+}
+
+func fsyncPath(t *testing.T, path string) {
+	t.Helper()
+	d, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatalf("fsync %s: %v", path, err)
+	}
+}
+
+func writeFile(t *testing.T, path string, data []byte, sync bool) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// TestPowerCutKeepsOnlyWhatWasSynced: file data survives once the file is
+// fsynced, a name once its directory is; nothing else does.
+func TestPowerCutKeepsOnlyWhatWasSynced(t *testing.T) {
+	lfs, mnt := mountForTest(t)
+
+	durable := writeFile(t, filepath.Join(mnt, "durable"), []byte("synced"), true)
+	durable.Write([]byte("+lost")) // after the fsync: volatile
+	durable.Close()
+	writeFile(t, filepath.Join(mnt, "unsynced-data"), []byte("lost"), false).Close()
+	fsyncPath(t, mnt) // the three names above are durable now
+	writeFile(t, filepath.Join(mnt, "unsynced-name"), []byte("synced but unnamed"), true).Close()
+	if err := os.Rename(filepath.Join(mnt, "unsynced-data"), filepath.Join(mnt, "renamed")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := lfs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) (string, bool) {
+		b, err := os.ReadFile(filepath.Join(mnt, name))
+		return string(b), err == nil
+	}
+	if got, ok := read("durable"); !ok || got != "synced" {
+		t.Errorf("durable = %q (%v), want the synced part only", got, ok)
+	}
+	if got, ok := read("unsynced-data"); !ok || got != "" {
+		t.Errorf("unsynced-data = %q (%v), want an empty file: its name was synced, its data never", got, ok)
+	}
+	if _, ok := read("unsynced-name"); ok {
+		t.Error("a file whose directory was never fsynced survived")
+	}
+	if _, ok := read("renamed"); ok {
+		t.Error("a rename whose directory was never fsynced survived")
+	}
+
+	// What survived is durable: another cut keeps it.
+	if err := lfs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := read("durable"); !ok || got != "synced" {
+		t.Errorf("after a second cut durable = %q (%v)", got, ok)
+	}
+}
+
+// TestRenamedDirectoryKeepsSyncedEntries: a directory built under a
+// temporary name, fsynced, renamed and its parent fsynced keeps its files
+// (how the WAL directory is created).
+func TestRenamedDirectoryKeepsSyncedEntries(t *testing.T) {
+	lfs, mnt := mountForTest(t)
+	tmp := filepath.Join(mnt, "wal.tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tmp, "seg"), []byte("records"), true).Close()
+	fsyncPath(t, tmp)
+	if err := os.Rename(tmp, filepath.Join(mnt, "wal")); err != nil {
+		t.Fatal(err)
+	}
+	fsyncPath(t, mnt)
+	if err := lfs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "wal", "seg")); err != nil || string(b) != "records" {
+		t.Fatalf("wal/seg = %q, %v", b, err)
+	}
+}
