@@ -53,7 +53,7 @@ type FS struct {
 	// names is the durable namespace: directory (by inode, so that a
 	// renamed directory keeps its entries) to its entries as of its last
 	// fsync.
-	names map[uint64]map[string]entry
+	names   map[uint64]map[string]entry
 	rootIno uint64
 }
 
