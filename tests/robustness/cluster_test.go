@@ -222,6 +222,7 @@ func mustPort(t *testing.T) int {
 
 // startCluster starts size members of bin with logs and data under dir.
 func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) *cluster {
+	mountPowerDisks(t, dir, size) // first: the mounts must outlive the members
 	c := &cluster{t: t, dir: dir, isolated: map[int]bool{}}
 	listen := make([]string, size)
 	c.listen = listen
