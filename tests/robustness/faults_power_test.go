@@ -15,9 +15,10 @@ import (
 
 // Power cuts: each member's data dir is a lazyfs mount (tests/lazyfs), and
 // a power cut kills the member and drops every write it had not fsynced.
-// They run only when $CAIRN_ROBUSTNESS_FAULTS names them (or the group
-// "power-cut"), because the FUSE layer slows every member down and needs
-// root and /dev/fuse.
+// They run only when $CAIRN_ROBUSTNESS_FAULTS names one of them, or when
+// $CAIRN_ROBUSTNESS_POWER_CUTS=1 and an empty selection add them to every
+// other fault, because the FUSE layer slows every
+// member down and needs root and /dev/fuse.
 
 // powerCutGroup is the $CAIRN_ROBUSTNESS_FAULTS name of all power cuts.
 const powerCutGroup = "power-cut"
@@ -34,8 +35,14 @@ func init() {
 	}
 }
 
-// wantPowerCuts reports whether the fault selection names a power cut.
+// powerCutsEnv set to 1 makes the power cuts available (see above).
+const powerCutsEnv = "CAIRN_ROBUSTNESS_POWER_CUTS"
+
+// wantPowerCuts reports whether power cuts are asked for.
 func wantPowerCuts() bool {
+	if os.Getenv(powerCutsEnv) == "1" {
+		return true
+	}
 	for _, name := range strings.Split(os.Getenv(faultsEnv), ",") {
 		if strings.HasPrefix(strings.TrimSpace(name), powerCutGroup) {
 			return true
