@@ -47,6 +47,9 @@ type FS struct {
 	server                     *fuse.Server
 
 	mu sync.Mutex
+	// failWrites, failSyncs: the errno writes (and allocations, truncations,
+	// creations) and fsyncs fail with; 0 while the disk is healthy.
+	failWrites, failSyncs syscall.Errno
 	// dirty holds, per backing inode, the ranges written since its last
 	// fsync; an inode present with no ranges had only its size changed.
 	dirty map[uint64][]span
@@ -123,6 +126,35 @@ func (f *FS) PowerCut() error {
 		return err
 	}
 	return f.mount()
+}
+
+// FailWrites makes every later write, allocation, truncation and file
+// creation fail with errno (syscall.EROFS for a disk remounted read-only,
+// syscall.EIO for a failing one); 0 heals the disk.
+func (f *FS) FailWrites(errno syscall.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failWrites = errno
+}
+
+// FailSyncs makes every later fsync and fdatasync fail with errno, having
+// made nothing durable; 0 heals the disk.
+func (f *FS) FailSyncs(errno syscall.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failSyncs = errno
+}
+
+func (f *FS) writeFault() syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failWrites
+}
+
+func (f *FS) syncFault() syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failSyncs
 }
 
 func (f *FS) imagePath(ino uint64) string { return filepath.Join(f.image, fmt.Sprint(ino)) }
@@ -340,6 +372,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.lfs.writeFault(); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	in, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -360,6 +395,9 @@ func (n *node) wrap(fh gofs.FileHandle, ino uint64, flags uint32) gofs.FileHandl
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
+		if errno := n.lfs.writeFault(); errno != 0 {
+			return errno
+		}
 		n.lfs.noteResize(n.StableAttr().Ino)
 	}
 	return n.LoopbackNode.Setattr(ctx, fh, in, out)
@@ -384,11 +422,17 @@ type file struct {
 func (f *file) PassthroughFd() (int, bool) { return 0, false }
 
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := f.lfs.writeFault(); errno != 0 {
+		return 0, errno
+	}
 	f.lfs.noteWrite(f.ino, off, int64(len(data)))
 	return f.LoopbackFile.Write(ctx, data, off)
 }
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	if errno := f.lfs.writeFault(); errno != 0 {
+		return 0, errno
+	}
 	var n int64
 	for _, d := range data {
 		n += int64(len(d))
@@ -398,12 +442,18 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 }
 
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if errno := f.lfs.writeFault(); errno != 0 {
+		return errno
+	}
 	f.lfs.noteResize(f.ino)
 	return f.LoopbackFile.Allocate(ctx, off, size, mode)
 }
 
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
+		if errno := f.lfs.writeFault(); errno != 0 {
+			return errno
+		}
 		f.lfs.noteResize(f.ino)
 	}
 	return f.LoopbackFile.Setattr(ctx, in, out)
@@ -412,6 +462,9 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 // Fsync makes the file durable in the image. The backing file is not
 // fsynced: it only plays the page cache.
 func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if errno := f.lfs.syncFault(); errno != 0 {
+		return errno
+	}
 	fd, _ := f.LoopbackFile.PassthroughFd()
 	return gofs.ToErrno(f.lfs.syncFile(f.ino, fd))
 }
@@ -436,5 +489,8 @@ func (d *dir) Releasedir(ctx context.Context, flags uint32) {
 }
 
 func (d *dir) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	if errno := d.lfs.syncFault(); errno != 0 {
+		return errno
+	}
 	return gofs.ToErrno(d.lfs.syncDir(d.rel))
 }

@@ -1,8 +1,10 @@
 package lazyfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -119,5 +121,38 @@ func TestRenamedDirectoryKeepsSyncedEntries(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(mnt, "wal", "seg")); err != nil || string(b) != "records" {
 		t.Fatalf("wal/seg = %q, %v", b, err)
+	}
+}
+
+// TestInjectedErrors: an injected fault fails the calls it names with its
+// errno, makes nothing durable, and healing the disk ends it.
+func TestInjectedErrors(t *testing.T) {
+	lfs, mnt := mountForTest(t)
+	f := writeFile(t, filepath.Join(mnt, "f"), []byte("a"), true)
+	defer f.Close()
+	fsyncPath(t, mnt)
+
+	lfs.FailSyncs(syscall.EIO)
+	if _, err := f.Write([]byte("b")); err != nil {
+		t.Fatalf("write with failing syncs: %v", err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync = %v, want EIO", err)
+	}
+	lfs.FailSyncs(0)
+	lfs.FailWrites(syscall.EROFS)
+	if _, err := f.Write([]byte("c")); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("write on a read-only disk = %v, want EROFS", err)
+	}
+	if _, err := os.Create(filepath.Join(mnt, "g")); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("create on a read-only disk = %v, want EROFS", err)
+	}
+	lfs.FailWrites(0)
+	f.Close()
+	if err := lfs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "a" {
+		t.Fatalf("after the failed fsync and a power cut f = %q, %v; want only the synced %q", b, err, "a")
 	}
 }
