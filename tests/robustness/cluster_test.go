@@ -248,7 +248,7 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 			logPath: filepath.Join(dir, name+".log"),
 			args: append([]string{
 				"--name", name,
-				"--data-dir", filepath.Join(dir, name+".etcd"),
+				"--data-dir", memberDataDir(dir, name),
 				"--listen-client-urls", clientURL,
 				"--advertise-client-urls", clientURL,
 				"--listen-peer-urls", "http://" + listen[i],
