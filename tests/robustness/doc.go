@@ -61,4 +61,11 @@
 // CAIRN_ROBUSTNESS_DIR keeps member logs and, on a violation, the porcupine
 // visualization (linearizability.html) under that directory; without it
 // they go to a temporary directory that is kept only if the test fails.
+//
+// Power cuts (faults_power_test.go: power-cut, power-cut-leader,
+// power-cut-all) put each member's data dir on a lazyfs mount
+// (tests/lazyfs) and drop its unsynced writes. They need root and
+// /dev/fuse and slow every member down, so they run only when
+// CAIRN_ROBUSTNESS_FAULTS names one of them or CAIRN_ROBUSTNESS_POWER_CUTS=1
+// adds them to every other fault (what scripts/soak.sh does).
 package robustness
