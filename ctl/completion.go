@@ -24,7 +24,10 @@ var completionTopic = topic{
 		"  # To load completions for each session, execute once:\n  $ cairnctl completion fish > ~/.config/fish/completions/cairnctl.fish\n",
 }
 
-func init() { topics = append(topics, completionTopic); topicByPath[completionTopic.path] = completionTopic }
+func init() {
+	topics = append(topics, completionTopic)
+	topicByPath[completionTopic.path] = completionTopic
+}
 
 // completionCmd prints the completion script of the shell named by its
 // argument, made from the same command tree help prints. Wrong arguments
