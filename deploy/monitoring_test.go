@@ -2,9 +2,9 @@ package deploy
 
 import (
 	"bufio"
-	"log/slog"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"

@@ -49,11 +49,11 @@ inspect '{{json .Config.Healthcheck}}' | grep -q '/health' || { echo "no HEALTHC
 
 echo "== run"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# --ulimit nofile: podman raises the open-files limit, which sandboxes
+# --ulimit nofile/nproc: podman raises these limits, which sandboxes
 # (like CI here) may forbid; keep the current one.
 # --health-interval=disable: the periodic check needs systemd timers, the
 # check itself is run below.
-podman run -d --name "$name" --network host --ulimit "nofile=$(ulimit -Sn):$(ulimit -Hn)" --health-interval=disable "$image" \
+podman run -d --name "$name" --network host --ulimit "nofile=$(ulimit -Sn):$(ulimit -Hn)" --ulimit "nproc=$(ulimit -Su):$(ulimit -Hu)" --health-interval=disable "$image" \
   --name image-test --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
   --listen-peer-urls http://127.0.0.1:0 --initial-advertise-peer-urls http://127.0.0.1:2380 >/dev/null
 ok=
