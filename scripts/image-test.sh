@@ -64,8 +64,11 @@ if ! podman run -d --name "$name" --network host --health-interval=disable "$ima
   mode=chroot
   podman rm -f "$name" >/dev/null 2>&1 || true
   mnt=$(podman image mount "$image")
-  trap 'kill "${pid:-}" 2>/dev/null; wait "${pid:-}" 2>/dev/null; podman image unmount "$image" >/dev/null 2>&1; cleanup' EXIT
   user=$(inspect '{{.Config.User}}')
+  # The image's VOLUME, as a container runtime would provide it.
+  mkdir -p "$work/volume" && chown "$user" "$work/volume" && chmod 0700 "$work/volume"
+  mount --bind "$work/volume" "$mnt/var/lib/cairn"
+  trap 'kill "${pid:-}" 2>/dev/null; wait "${pid:-}" 2>/dev/null; umount "$mnt/var/lib/cairn"; podman image unmount "$image" >/dev/null 2>&1; cleanup' EXIT
   entry=$(inspect '{{index .Config.Entrypoint 0}}')
   (cd "$mnt$(inspect '{{.Config.WorkingDir}}')" && exec chroot --userspec="$user" "$mnt" "$entry" "${args[@]}") >"$work/cairn.log" 2>&1 &
   pid=$!

@@ -26,7 +26,7 @@ func TestMigrateFromEtcd(t *testing.T) {
 		swaps = 1
 	}
 	mg := &migration{c: c, removed: map[int]bool{}}
-	load := startWriteLoad(t, c.members)
+	load := startSteadyWrites(t, c.members)
 	dir := t.TempDir()
 	for round, bin := range []string{cairnBin, etcd} {
 		kind := map[int]string{0: "cairn", 1: "etcd"}[round]
@@ -60,7 +60,7 @@ func TestMigrateFromEtcd(t *testing.T) {
 // procedure: member add --learner, start it with
 // --initial-cluster-state=existing, promote once it has caught up, move
 // the clients (and leadership, if old leads) off old, member remove, stop.
-func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *writeLoad) *member {
+func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *steadyWrites) *member {
 	t.Helper()
 	c := mg.c
 	live := mg.live()
@@ -137,9 +137,9 @@ func (mg *migration) live() []int {
 	return out
 }
 
-// writeLoad puts sequential keys through etcd's client as fast as one
+// steadyWrites puts sequential keys through etcd's client as fast as one
 // writer can, recording when each write was acknowledged and which failed.
-type writeLoad struct {
+type steadyWrites struct {
 	cli    *clientv3.Client
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -149,7 +149,7 @@ type writeLoad struct {
 	failed int
 }
 
-func startWriteLoad(t *testing.T, ms []*member) *writeLoad {
+func startSteadyWrites(t *testing.T, ms []*member) *steadyWrites {
 	t.Helper()
 	var eps []string
 	for _, m := range ms {
@@ -159,13 +159,13 @@ func startWriteLoad(t *testing.T, ms []*member) *writeLoad {
 	must(t, err)
 	t.Cleanup(func() { cli.Close() })
 	runCtx, cancel := context.WithCancel(context.Background())
-	l := &writeLoad{cli: cli, cancel: cancel, done: make(chan struct{})}
+	l := &steadyWrites{cli: cli, cancel: cancel, done: make(chan struct{})}
 	go l.run(runCtx)
 	t.Cleanup(func() { l.stop() })
 	return l
 }
 
-func (l *writeLoad) run(runCtx context.Context) {
+func (l *steadyWrites) run(runCtx context.Context) {
 	defer close(l.done)
 	for i := 0; runCtx.Err() == nil; i++ {
 		reqCtx, cancel := context.WithTimeout(runCtx, 5*time.Second)
@@ -184,9 +184,9 @@ func (l *writeLoad) run(runCtx context.Context) {
 	}
 }
 
-func (l *writeLoad) setEndpoints(eps []string) { l.cli.SetEndpoints(eps...) }
+func (l *steadyWrites) setEndpoints(eps []string) { l.cli.SetEndpoints(eps...) }
 
-func (l *writeLoad) failures() int {
+func (l *steadyWrites) failures() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.failed
@@ -194,7 +194,7 @@ func (l *writeLoad) failures() int {
 
 // longestGap is the longest time between two acknowledged writes (or the
 // window's edges) within [from, to].
-func (l *writeLoad) longestGap(from, to time.Time) time.Duration {
+func (l *steadyWrites) longestGap(from, to time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	prev, longest := from, time.Duration(0)
@@ -210,7 +210,7 @@ func (l *writeLoad) longestGap(from, to time.Time) time.Duration {
 
 // stop ends the load and returns how many writes were acknowledged and
 // how many failed.
-func (l *writeLoad) stop() (acked, failed int) {
+func (l *steadyWrites) stop() (acked, failed int) {
 	l.cancel()
 	<-l.done
 	l.mu.Lock()
