@@ -121,3 +121,8 @@ func dumpGuideLogs(t *testing.T, dir string) {
 		t.Logf("%s:\n%s", filepath.Base(l), b)
 	}
 }
+
+// TestGuideOperations runs docs/operations.md.
+func TestGuideOperations(t *testing.T) {
+	runGuide(t, "operations.md", "C1", "C2", "C3", "C4", "C5", "P1", "P2", "P3", "P4", "P5")
+}

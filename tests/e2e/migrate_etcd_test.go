@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -71,8 +73,13 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 	m := &member{t: t, name: filepath.Base(dataDir), dataDir: dataDir, bin: bin,
 		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		logPath: dataDir + ".log"}
-	added, err := admin.MemberAddAsLearner(ctx(t), []string{m.peerURL})
-	must(t, err)
+	// etcd refuses membership changes ("unhealthy cluster") until every
+	// voter has been connected for 5 s; the guide says to retry.
+	var added *clientv3.MemberAddResponse
+	retryWhileUnhealthy(t, "member add --learner", func() (err error) {
+		added, err = admin.MemberAddAsLearner(ctx(t), []string{m.peerURL})
+		return err
+	})
 	initial := ""
 	for _, mm := range added.Members {
 		name := mm.Name
@@ -113,11 +120,30 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 		_, err := c.clients[old].MoveLeader(ctx(t), added.Member.ID)
 		must(t, err)
 	}
-	_, err = admin.MemberRemove(ctx(t), c.ids[old])
-	must(t, err)
+	retryWhileUnhealthy(t, "member remove", func() error {
+		_, err := admin.MemberRemove(ctx(t), c.ids[old])
+		return err
+	})
 	_ = c.members[old].stop() // a removed etcd member may already have exited
 	mg.removed[old] = true
 	return m
+}
+
+// retryWhileUnhealthy calls f until it does not fail with etcd's
+// "unhealthy cluster", for at most clusterWait.
+func retryWhileUnhealthy(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(clusterWait)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, rpctypes.ErrUnhealthy) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // migration is the cluster being migrated: members are appended as they
