@@ -93,6 +93,7 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
 		"--initial-cluster", initial[1:], "--initial-cluster-state", "existing",
 		"--heartbeat-interval", "50", "--election-timeout", "500"}
+	c.members = append(c.members, m) // from here on its log is dumped on failure
 	m.start()
 	deadline := time.Now().Add(clusterWait)
 	for {
@@ -105,7 +106,6 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	c.members = append(c.members, m)
 	c.clients = append(c.clients, m.client(t))
 	c.ids = append(c.ids, added.Member.ID)
 	// Clients first: nothing may be in flight to the member when it goes.
