@@ -82,11 +82,14 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 	})
 	initial := ""
 	for _, mm := range added.Members {
-		name := mm.Name
+		name, peers := mm.Name, mm.PeerURLs
 		if mm.ID == added.Member.ID {
-			name = m.name
+			name, peers = m.name, []string{m.peerURL}
 		}
-		initial += fmt.Sprintf(",%s=%s", name, mm.PeerURLs[0])
+		if len(peers) == 0 {
+			t.Fatalf("member %x (%q) has no peer URL in %v", mm.ID, mm.Name, added.Members)
+		}
+		initial += fmt.Sprintf(",%s=%s", name, peers[0])
 	}
 	m.args = []string{"--name", m.name, "--data-dir", m.dataDir,
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
