@@ -70,7 +70,10 @@ if ! podman run -d --name "$name" --network host --health-interval=disable "$ima
   mount --bind "$work/volume" "$mnt/var/lib/cairn"
   trap 'kill "${pid:-}" 2>/dev/null; wait "${pid:-}" 2>/dev/null; umount "$mnt/var/lib/cairn"; podman image unmount "$image" >/dev/null 2>&1; cleanup' EXIT
   entry=$(inspect '{{index .Config.Entrypoint 0}}')
-  (cd "$mnt$(inspect '{{.Config.WorkingDir}}')" && exec chroot --userspec="$user" "$mnt" "$entry" "${args[@]}") >"$work/cairn.log" 2>&1 &
+  # chroot changes to the new root's /, so the working directory (where
+  # the default data dir lands) is given as --data-dir instead.
+  wd=$(inspect '{{.Config.WorkingDir}}')
+  chroot --userspec="$user" "$mnt" "$entry" "${args[@]}" --data-dir "$wd/image-test.etcd" >"$work/cairn.log" 2>&1 &
   pid=$!
 fi
 in_image() {
