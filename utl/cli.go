@@ -94,13 +94,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	// A usage error is reported once, with the usage after it (etcdutl
-	// prints its "Error:" line twice, before and after the usage).
-	fmt.Fprintln(stderr, "Error:", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
+		// cobra reports these itself before etcdutl's main does again;
+		// tests/compat/cairnutl holds cairnutl to etcdutl's exact stderr.
+		fmt.Fprintln(stderr, "Error:", err)
 		fmt.Fprintln(stderr, ue.usage)
 	}
+	fmt.Fprintln(stderr, "Error:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

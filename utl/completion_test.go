@@ -57,15 +57,3 @@ func TestCompletionOtherShells(t *testing.T) {
 		}
 	}
 }
-
-// TestUsageErrorPrintedOnce checks that a wrong command or flag is
-// reported in one "Error:" line (followed by the usage), not twice.
-func TestUsageErrorPrintedOnce(t *testing.T) {
-	for _, args := range [][]string{{"nope"}, {"defrag", "--nope"}, {"completion", "tcsh"}, {"completion"}} {
-		var out, errOut bytes.Buffer
-		code := Main(args, &out, &errOut)
-		if code == exitOK || strings.Count(errOut.String(), "Error:") != 1 {
-			t.Errorf("%v: exit %d, stderr:\n%s\nwant a failure reported once", args, code, errOut.String())
-		}
-	}
-}
