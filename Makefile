@@ -14,3 +14,17 @@ KEYS ?= 1000000
 .PHONY: bench-big
 bench-big:
 	go run ./tools/benchmark/bigstore -out bench-big-report --keys $(KEYS) $(ARGS)
+
+# make image: the container image cairn:latest from the Dockerfile (needs
+# the golang base image). IMAGE_TOOL=docker to use docker.
+IMAGE ?= cairn:latest
+IMAGE_TOOL ?= podman
+.PHONY: image
+image:
+	$(IMAGE_TOOL) build -t $(IMAGE) -f Dockerfile .
+
+# make image-test: build the runtime stage offline from binaries built on
+# this host, run it, check /health, the HEALTHCHECK and a put/get.
+.PHONY: image-test
+image-test:
+	./scripts/image-test.sh

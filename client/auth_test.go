@@ -50,7 +50,13 @@ func authMember(t *testing.T, configure func(*config.Config)) (*testMember, *Cli
 
 func userClient(t *testing.T, url, user, password string) *Client {
 	t.Helper()
-	c, err := New(Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Username: user, Password: password})
+	return userClientWith(t, url, user, password, 0)
+}
+
+// userClientWith is userClient with a HealthCheckInterval.
+func userClientWith(t *testing.T, url, user, password string, healthCheck time.Duration) *Client {
+	t.Helper()
+	c, err := New(Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Username: user, Password: password, HealthCheckInterval: healthCheck})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +157,11 @@ func TestStrToPermissionType(t *testing.T) {
 // watch, without the caller seeing an error.
 func TestAuthTokenExpires(t *testing.T) {
 	const ttl = time.Second
-	m, root := authMember(t, func(cfg *config.Config) { cfg.AuthTokenTTL = uint(ttl / time.Second) })
-	alice := userClient(t, m.url, "alice", "alicepw")
+	m, _ := authMember(t, func(cfg *config.Config) { cfg.AuthTokenTTL = uint(ttl / time.Second) })
+	// Idle clients: a health-checking client's Status calls use its
+	// simple token every second, so it would never expire.
+	alice := userClientWith(t, m.url, "alice", "alicepw", -1)
+	root := userClientWith(t, m.url, "root", "rootpw", -1)
 	ctx := testCtx(t)
 
 	first := alice.tokens.current()

@@ -18,6 +18,13 @@ const (
 	defaultKeepAliveTimeout   = 20 * time.Second
 	defaultConnectTimeout     = 5 * time.Second
 	defaultReconnectMax       = 2 * time.Second
+
+	// DefaultHealthCheckInterval is how often a client checks its
+	// endpoints when Config.HealthCheckInterval is zero. A second bounds
+	// how long requests keep going to a member that was paused or cut off
+	// from the quorum, at the cost of one Status call per endpoint per
+	// second.
+	DefaultHealthCheckInterval = time.Second
 )
 
 // Config configures a Client. Only Endpoints is required.
@@ -70,13 +77,20 @@ type Config struct {
 	// client URLs (from MemberList, without learners) at this interval.
 	AutoSyncInterval time.Duration
 
-	// HealthCheckInterval, when set, asks every endpoint for its Status at
-	// this interval and sends requests only to endpoints that are voters,
+	// HealthCheckInterval is how often the client asks every endpoint for
+	// its Status (default DefaultHealthCheckInterval; negative turns the
+	// checks off). Requests then go only to endpoints that are voters,
 	// know a leader and keep up with the cluster's raft index: a member
-	// partitioned from the quorum, or a learner, gets no requests while
-	// others are usable. Reads then also require a leader (see
+	// partitioned from the quorum, paused, or a learner gets no requests
+	// while others are usable, so such a member costs the requests in
+	// flight to it rather than every request the balancer sends it for as
+	// long as it is gone. Reads also require a leader (see
 	// WithRequireLeader): one sent to a leaderless member before the check
 	// noticed fails at once and is retried on another.
+	//
+	// The checks are authenticated Status calls: they keep a simple token
+	// in use, so it does not expire while the client lives. With checks
+	// off the client balances over all endpoints as etcd's client does.
 	HealthCheckInterval time.Duration
 
 	// Context is the parent of the client's context: canceling it stops
@@ -105,6 +119,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.DialKeepAliveTimeout == 0 {
 		cfg.DialKeepAliveTimeout = defaultKeepAliveTimeout
+	}
+	if cfg.HealthCheckInterval == 0 {
+		cfg.HealthCheckInterval = DefaultHealthCheckInterval
 	}
 	if cfg.Context == nil {
 		cfg.Context = context.Background()

@@ -15,6 +15,14 @@
 // Config.MaxRetries and by the caller's context; nothing retries forever
 // unless the caller asks for it.
 //
+// Unlike etcd's client, a Client checks its endpoints' health by default
+// (Config.HealthCheckInterval, every second): each endpoint's Status says
+// whether it is a voter that knows a leader and keeps up with the cluster,
+// and only such endpoints get requests. A member that is paused, or cut off
+// from the quorum while still answering pings, costs the requests already
+// in flight to it instead of every request sent its way until it returns.
+// A negative HealthCheckInterval turns the checks off.
+//
 // Watches resume after a reconnect from the revision after the last one they
 // delivered, so events are neither lost nor repeated. Lease keep-alives
 // reopen their stream likewise until the lease expires.

@@ -1,9 +1,13 @@
 package client
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/metadata"
 )
 
 func names(eps []endpoint) string {
@@ -52,5 +56,34 @@ func TestHealthCheckSteersOffStoppedMember(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	for range 20 {
 		must(c.Get(testCtx(t), "k"))
+	}
+}
+
+// TestHealthCheckOnByDefault checks that a zero Config checks health at
+// the default interval (so reads require a leader), that an explicit
+// interval is kept, and that a negative one turns the checks off.
+func TestHealthCheckOnByDefault(t *testing.T) {
+	cases := []struct {
+		name          string
+		set           time.Duration
+		want          time.Duration
+		requireLeader bool
+	}{
+		{"zero takes the default", 0, DefaultHealthCheckInterval, true},
+		{"explicit interval kept", 250 * time.Millisecond, 250 * time.Millisecond, true},
+		{"negative turns it off", -1, -1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := &Client{cfg: Config{HealthCheckInterval: c.set}.withDefaults()}
+			if got := cl.cfg.HealthCheckInterval; got != c.want {
+				t.Fatalf("HealthCheckInterval = %v, want %v", got, c.want)
+			}
+			ctx := cl.requireLeaderForReads(context.Background(), "/etcdserverpb.KV/Range", true)
+			md, _ := metadata.FromOutgoingContext(ctx)
+			if got := len(md.Get(rpctypes.MetadataRequireLeaderKey)) > 0; got != c.requireLeader {
+				t.Fatalf("reads require a leader = %v, want %v", got, c.requireLeader)
+			}
+		})
 	}
 }

@@ -574,6 +574,21 @@ func defragCmd(c *cmdCtx) error {
 	return nil
 }
 
+// expectedSnapshotSize is the member's db size, what the snapshot will
+// about weigh, or 0 when Status fails.
+func expectedSnapshotSize(c *cmdCtx, cl *client.Client, ep string) int64 {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	st, err := cl.Status(ctx, ep)
+	if err != nil {
+		return 0
+	}
+	return st.GetDbSize()
+}
+
+// snapshotSaveCmd saves a member's backend snapshot. On a pipe it prints
+// exactly what etcdctl prints; when stderr is a terminal it also shows
+// the transfer's progress there, then the size and time taken.
 func snapshotSaveCmd(c *cmdCtx) error {
 	if len(c.args) != 1 {
 		return fail(exitBadArgs, "snapshot save expects one argument <filename>")
@@ -595,12 +610,23 @@ func snapshotSaveCmd(c *cmdCtx) error {
 		return fail(exitInterrupted, "could not open %s (%v)", part, err)
 	}
 	defer f.Close()
+	var dst io.Writer = f
+	var progress *transferProgress
+	if c.stderrIsTerminal {
+		progress = newTransferProgress(c.stderr, expectedSnapshotSize(c, cl, eps[0]), time.Now)
+		progress.Start(200 * time.Millisecond)
+		dst = io.MultiWriter(f, progress)
+	}
 	rc, err := cl.Snapshot(context.Background())
 	if err != nil {
 		return fail(exitInterrupted, "%v", err)
 	}
 	defer rc.Close()
-	if _, err := io.Copy(f, rc); err != nil {
+	_, err = io.Copy(dst, rc)
+	if progress != nil {
+		progress.Finish()
+	}
+	if err != nil {
 		return fail(exitInterrupted, "%v", err)
 	}
 	if err := f.Sync(); err != nil {

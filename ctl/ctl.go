@@ -99,6 +99,8 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// stderrIsTerminal turns on progress output meant for a person.
+	stderrIsTerminal bool
 }
 
 // command is one leaf of the command tree.
@@ -152,7 +154,7 @@ func register(cs ...*command) { commands = append(commands, cs...) }
 // Main runs cairnctl with args (without the program name) and returns the
 // exit status.
 func Main(args []string) int {
-	return run(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	return run(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stderrIsTerminal: isTerminal(os.Stderr)})
 }
 
 func run(args []string, e env) int {

@@ -37,5 +37,10 @@ grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' serv
     echo "ok   $target ./$dir"
   done
 
+# deploy/ is a module of its own (its tests need k8s.io/api and
+# Prometheus' rule parser, which cairn's users should never download).
+echo "== deployment assets (deploy/: manifests, systemd unit, rules, dashboard, license)"
+(cd deploy && go vet ./... && go test -race -count=1 ./...)
+
 echo "== e2e and compatibility tests (real processes; one package at a time)"
 go test -race -count=1 $short -p 1 -timeout 20m ./tests/...

@@ -39,6 +39,9 @@ type env struct {
 	stdout, stderr io.Writer
 	writeOut       string
 	timeout        time.Duration
+	// describe, when set, receives the flag set of the leaf command run
+	// instead of parsing and running it (see completion.go).
+	describe func(fs *flag.FlagSet)
 }
 
 // registerGlobals adds the flags every command accepts, defaulting to their
@@ -76,6 +79,7 @@ func rootCommand() *command {
 		{name: "hashkv", short: "Prints the KV history hash of a given file", run: runHashKV},
 		{name: "migrate", short: "Migrates schema of etcd data dir files to make them compatible with different etcd version", run: runMigrate},
 		{name: "version", short: "Prints the version of cairnutl", run: runVersion},
+		{name: "completion", short: "Generate completion script", run: runCompletion},
 	}}
 }
 
@@ -92,7 +96,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		// cobra reports these itself before etcdutl's main does again.
+		// cobra reports these itself before etcdutl's main does again;
+		// tests/compat/cairnutl holds cairnutl to etcdutl's exact stderr.
 		fmt.Fprintln(stderr, "Error:", err)
 		fmt.Fprintln(stderr, ue.usage)
 	}
@@ -193,6 +198,10 @@ func (e *env) parseCommand(name string, args []string, define func(fs *flag.Flag
 	e.registerGlobals(fs)
 	if define != nil {
 		define(fs)
+	}
+	if e.describe != nil {
+		e.describe(fs)
+		return nil, errDescribed
 	}
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
