@@ -245,13 +245,26 @@ func (s *Server) applyMemberChange(tx backend.UnsafeWriter, cc *raftpb.ConfChang
 	connect = func() {}
 	switch cc.GetType() {
 	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
-		m := &membership.Member{}
-		if err := jsonUnmarshal(cc.GetContext(), m); err != nil {
+		change := &membership.ChangeContext{}
+		if err := jsonUnmarshal(cc.GetContext(), change); err != nil {
 			s.lg.Error("conf change carries no member", zap.Error(err))
 			return connect
 		}
-		if old := findIn(tx, m.ID); old != nil {
-			// Promotion or update: keep what the member published.
+		m := &change.Member
+		old := findIn(tx, m.ID)
+		switch {
+		case change.IsPromote && old == nil:
+			s.lg.Error("conf change promotes an unknown member", zap.String("member-id", idHex(m.ID)))
+			return connect
+		case change.IsPromote:
+			// etcd's promotion names only the member: it keeps everything
+			// but its learner flag.
+			promoted := *old
+			promoted.IsLearner = false
+			m = &promoted
+		case old != nil:
+			// An update, or a promotion in cairn's older form (the whole
+			// member): keep what the member published.
 			m.Name, m.ClientURLs = old.Name, old.ClientURLs
 		}
 		if err := membership.Save(tx, m); err != nil {

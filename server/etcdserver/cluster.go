@@ -125,9 +125,12 @@ func (s *Server) MemberPromote(ctx context.Context, id uint64) ([]*membership.Me
 	if s.cfg.StrictReconfigCheck && !readyToPromote(s.members()) {
 		return nil, errs.ErrNotEnoughStartedMembers
 	}
-	promoted := *m
+	// etcd's form of a promotion (isPromote), with the whole member as
+	// well: etcd members go by the flag, cairn members before it by the
+	// member.
+	promoted := membership.ChangeContext{Member: *m, IsPromote: true}
 	promoted.IsLearner = false
-	members, err := s.proposeConfChange(ctx, raftpb.ConfChangeAddNode, &promoted)
+	members, err := s.proposeMemberChange(ctx, raftpb.ConfChangeAddNode, m.ID, &promoted)
 	if err == nil {
 		metrics.LearnerPromoteSuccesses.Inc()
 	}
@@ -196,12 +199,18 @@ func (s *Server) learnerReady(id uint64) error {
 // proposeConfChange proposes a conf change for m and waits until it is
 // applied; the result is the member list after it.
 func (s *Server) proposeConfChange(ctx context.Context, typ raftpb.ConfChangeType, m *membership.Member) ([]*membership.Member, error) {
-	memberJSON, err := json.Marshal(m)
+	return s.proposeMemberChange(ctx, typ, m.ID, m)
+}
+
+// proposeMemberChange proposes a conf change of member nodeID whose context
+// is change's JSON (a member, or a membership.ChangeContext).
+func (s *Server) proposeMemberChange(ctx context.Context, typ raftpb.ConfChangeType, nodeID uint64, change any) ([]*membership.Member, error) {
+	memberJSON, err := json.Marshal(change)
 	if err != nil {
 		return nil, err
 	}
 	id := s.reqIDs.Next()
-	cc := &raftpb.ConfChange{Id: &id, Type: typ.Enum(), NodeId: &m.ID, Context: memberJSON}
+	cc := &raftpb.ConfChange{Id: &id, Type: typ.Enum(), NodeId: &nodeID, Context: memberJSON}
 	resultc := s.proposals.Register(id)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()

@@ -19,6 +19,16 @@ type Member struct {
 	ClientURLs []string `json:"clientURLs,omitempty"`
 }
 
+// ChangeContext is the context of a membership conf change, etcd's form: the
+// member, flat, and whether an AddNode promotes a learner rather than adding
+// a member. etcd's leaders send a promotion as {"id":N,"peerURLs":null,
+// "isPromote":true}, so the member fields of a promotion must not be taken
+// for the member's new state.
+type ChangeContext struct {
+	Member
+	IsPromote bool `json:"isPromote,omitempty"`
+}
+
 // memberKey is etcd's key for a member: its ID in lower-case hex, unpadded.
 func memberKey(id uint64) []byte { return []byte(strconv.FormatUint(id, 16)) }
 
