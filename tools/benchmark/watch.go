@@ -210,6 +210,10 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 		c.putRate = g.rate // --rate caps the puts unless --put-rate says otherwise
 	}
 	r := newWatchRun(c, g.sampleLimit())
+	rssBefore, err := currentRSS(procRoot, g.pids)
+	if err != nil {
+		return fmt.Errorf("--rss-pid: %w", err)
+	}
 
 	streamCtx, stopStreams := context.WithCancel(ctx)
 	defer stopStreams()
@@ -224,6 +228,11 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 			receivers.Wait()
 			return fmt.Errorf("setting up watchers: %w", err)
 		}
+	}
+
+	rssAfter, err := currentRSS(procRoot, g.pids)
+	if err != nil {
+		return fmt.Errorf("--rss-pid: %w", err)
 	}
 
 	putRec := stats.NewRecorder(g.sampleLimit())
@@ -247,6 +256,7 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 	res := r.result(succeeded, putStart.Sub(r.base), putRec, putElapsed)
 	mem, memErr := serverMemory(g.pids)
 	res.ServerMemory = mem
+	res.WatcherMemory = newWatcherMemory(g.pids, c.watchers+c.slowWatchers, rssBefore, rssAfter)
 	if err := res.writeText(stdout, g.precise); err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ type watchResult struct {
 	SlowEvents *stats.Report  `json:"slow_events,omitempty"`
 	Delivery   deliveryReport `json:"delivery"`
 
-	ServerMemory []stats.ServerMemory `json:"server_memory,omitempty"`
+	ServerMemory  []stats.ServerMemory `json:"server_memory,omitempty"`
+	WatcherMemory *watcherMemory       `json:"watcher_memory,omitempty"`
 }
 
 // deliveryReport checks that every watcher saw every successful put exactly
@@ -117,6 +118,9 @@ func (res *watchResult) writeText(w io.Writer, precise bool) error {
 		}
 	}
 	if err := res.Delivery.writeText(w); err != nil {
+		return err
+	}
+	if err := res.WatcherMemory.writeText(w); err != nil {
 		return err
 	}
 	return stats.WriteServerMemory(w, res.ServerMemory)
