@@ -159,7 +159,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 		s.closeBackendStores()
 		return err
 	}
-	if err := s.maybeDefragBackend(); err != nil {
+	if err := defragAtStart(s.be, s.cfg.BootstrapDefragThresholdMegabytes, s.lg); err != nil {
 		s.closeBackendStores()
 		return err
 	}
