@@ -91,7 +91,7 @@ func (p *peer) probe() {
 func (p *peer) probeOnce() {
 	ctx, cancel := context.WithTimeout(p.ctx, probeInterval)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, withPath(p.urls.pick(), probingPath), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, withPath(p.urls.current(), probingPath), nil)
 	if err != nil {
 		return
 	}

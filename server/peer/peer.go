@@ -28,7 +28,7 @@ type peer struct {
 	t      *Transport
 	id     uint64
 	lg     *zap.Logger
-	urls   *urlPicker
+	urls   *peerAddrs
 	status *peerStatus
 	m      *peerMetrics
 
@@ -49,7 +49,7 @@ type peer struct {
 }
 
 func newPeer(t *Transport, id uint64, urls []string) (*peer, error) {
-	picker, err := newURLPicker(urls)
+	picker, err := newPeerAddrs(urls)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (p *peer) pick(m *raftpb.Message) (chan<- *raftpb.Message, string) {
 
 // failed records a failed delivery to u.
 func (p *peer) failed(u url.URL, what string, err error) {
-	p.urls.unreachable(u)
+	p.urls.failed(u)
 	p.status.deactivate(what, err)
 	if errors.Is(err, ErrMemberRemoved) {
 		p.t.reportCritical(ErrMemberRemoved)
@@ -204,22 +204,24 @@ func (s *peerStatus) activeSince() time.Time {
 // peerSchemes are the schemes a peer URL may have, as in etcd.
 var peerSchemes = map[string]bool{"http": true, "https": true, "unix": true, "unixs": true}
 
-// urlPicker keeps using one of the peer's URLs until it fails.
-type urlPicker struct {
-	mu     sync.Mutex
-	urls   []url.URL
-	picked int
+// peerAddrs are a peer's URLs in the order they are tried: the first is in
+// use until a request to it fails, then it goes to the back of the line.
+type peerAddrs struct {
+	mu    sync.Mutex
+	order []url.URL
 }
 
-func newURLPicker(urls []string) (*urlPicker, error) {
-	p := &urlPicker{}
-	return p, p.update(urls)
+func newPeerAddrs(urls []string) (*peerAddrs, error) {
+	a := &peerAddrs{}
+	return a, a.replace(urls)
 }
 
-func (p *urlPicker) update(urls []string) error {
+// replace takes a new set of URLs (a member update), as etcd reads them:
+// trimmed, http(s) or unix(s), with a host.
+func (a *peerAddrs) replace(urls []string) error {
 	parsed := make([]url.URL, 0, len(urls))
 	for _, s := range urls {
-		u, err := url.Parse(strings.TrimSpace(s)) // as etcd reads them
+		u, err := url.Parse(strings.TrimSpace(s))
 		if err != nil {
 			return err
 		}
@@ -231,23 +233,25 @@ func (p *urlPicker) update(urls []string) error {
 	if len(parsed) == 0 {
 		return errors.New("peer: no URLs")
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.urls, p.picked = parsed, 0
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.order = parsed
 	return nil
 }
 
-func (p *urlPicker) pick() url.URL {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.urls[p.picked]
+// current is the URL to use now.
+func (a *peerAddrs) current() url.URL {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.order[0]
 }
 
-// unreachable moves on to the next URL if u is the one in use.
-func (p *urlPicker) unreachable(u url.URL) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if u == p.urls[p.picked] {
-		p.picked = (p.picked + 1) % len(p.urls)
+// failed sends u to the back of the line if it is the one in use (another
+// goroutine may have moved on already).
+func (a *peerAddrs) failed(u url.URL) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.order) > 1 && a.order[0] == u {
+		a.order = append(a.order[1:], u)
 	}
 }

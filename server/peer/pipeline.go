@@ -44,7 +44,7 @@ func (pl *pipeline) send(m *raftpb.Message) {
 		p.lg.Error("failed to marshal raft message", zap.Error(err))
 		return
 	}
-	u := p.urls.pick()
+	u := p.urls.current()
 	err = p.post(u, pipelinePath, "application/protobuf", bytes.NewReader(data), int64(len(data)), p.t.clients.pipeline)
 	if err != nil {
 		if p.ctx.Err() != nil {
@@ -99,7 +99,7 @@ func (p *peer) sendSnapshot(m *raftpb.Message) {
 	inflight := metrics.SnapshotSendInflight.WithLabelValues(to)
 	inflight.Inc()
 	start := time.Now()
-	u := p.urls.pick()
+	u := p.urls.current()
 	err := p.uploadSnapshot(u, m)
 	inflight.Dec() // before raft hears the outcome
 	if err != nil {

@@ -258,7 +258,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // dial opens the remote's stream to us and returns its body.
 func (r *streamReader) dial() (io.ReadCloser, error) {
-	u := r.p.urls.pick()
+	u := r.p.urls.current()
 	req, err := http.NewRequestWithContext(r.p.ctx, http.MethodGet,
 		withPath(u, r.typ.path(r.p.t.cfg.ID)), nil)
 	if err != nil {
@@ -268,7 +268,7 @@ func (r *streamReader) dial() (io.ReadCloser, error) {
 	req.Header.Set(hdrTo, idString(r.p.id))
 	resp, err := r.p.t.clients.stream.Do(req)
 	if err != nil {
-		r.p.urls.unreachable(u)
+		r.p.urls.failed(u)
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusOK {

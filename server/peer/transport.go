@@ -207,7 +207,7 @@ func (t *Transport) RemovePeer(id uint64) {
 // UpdatePeer replaces the URLs member id is reached at.
 func (t *Transport) UpdatePeer(id uint64, urls []string) {
 	if p := t.peer(id); p != nil {
-		if err := p.urls.update(urls); err != nil {
+		if err := p.urls.replace(urls); err != nil {
 			t.lg.Warn("failed to update peer URLs", zap.String("remote-peer-id", idString(id)), zap.Error(err))
 		}
 	}
