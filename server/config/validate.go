@@ -87,32 +87,37 @@ func (c *Config) validateURLs() error {
 // checkBindURLs insists on IP addresses (or localhost) in listen URLs:
 // binding to a name would depend on DNS at start-up.
 func checkBindURLs(us []url.URL) error {
-	for _, u := range us {
-		if u.Scheme == "unix" || u.Scheme == "unixs" {
-			continue
-		}
-		host, _, err := net.SplitHostPort(u.Host)
-		if err != nil {
-			return err
-		}
+	return eachTCPHost(us, func(u url.URL, host string) error {
 		if host != "localhost" && net.ParseIP(host) == nil {
 			return fmt.Errorf("expected IP in URL for binding (%s)", u.String())
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
+// checkHostURLs insists on a host in advertised URLs.
 func checkHostURLs(us []url.URL) error {
+	return eachTCPHost(us, func(u url.URL, host string) error {
+		if host == "" {
+			return fmt.Errorf("unexpected empty host (%s)", u.String())
+		}
+		return nil
+	})
+}
+
+// eachTCPHost runs check on the host of every URL but unix sockets' (whose
+// "host" is a file name), failing first on a URL without host:port.
+func eachTCPHost(us []url.URL, check func(u url.URL, host string) error) error {
 	for _, u := range us {
 		if u.Scheme == "unix" || u.Scheme == "unixs" {
 			continue
 		}
 		host, _, err := net.SplitHostPort(u.Host)
+		if err == nil {
+			err = check(u, host)
+		}
 		if err != nil {
 			return err
-		}
-		if host == "" {
-			return fmt.Errorf("unexpected empty host (%s)", u.String())
 		}
 	}
 	return nil
