@@ -187,8 +187,8 @@ func waitStreams(t *testing.T, a *member, b uint64) {
 		if p == nil {
 			return false
 		}
-		_, appUp := p.msgAppWriter.queue()
-		_, msgUp := p.msgWriter.queue()
+		appUp := p.msgAppWriter.sendQueue() != nil
+		msgUp := p.msgWriter.sendQueue() != nil
 		return appUp && msgUp
 	})
 }

@@ -146,11 +146,11 @@ func (p *peer) send(m *raftpb.Message) {
 // the message stream, the pipeline when no stream is up.
 func (p *peer) pick(m *raftpb.Message) (chan<- *raftpb.Message, string) {
 	if m.GetType() == raftpb.MsgApp {
-		if q, ok := p.msgAppWriter.queue(); ok {
+		if q := p.msgAppWriter.sendQueue(); q != nil {
 			return q, "msgappv2"
 		}
 	}
-	if q, ok := p.msgWriter.queue(); ok {
+	if q := p.msgWriter.sendQueue(); q != nil {
 		return q, "message"
 	}
 	return p.pipeline.msgc, "pipeline"

@@ -88,10 +88,10 @@ type streamWriter struct {
 	typ   streamType
 	connc chan *outgoingConn
 
-	mu      sync.Mutex
-	msgc    chan *raftpb.Message
-	working bool
-	opened  int // streams accepted so far
+	mu     sync.Mutex
+	msgc   chan *raftpb.Message
+	up     bool // a stream is attached and msgc feeds it
+	opened int  // streams accepted so far
 }
 
 func newStreamWriter(p *peer, typ streamType) *streamWriter {
@@ -99,11 +99,14 @@ func newStreamWriter(p *peer, typ streamType) *streamWriter {
 		msgc: make(chan *raftpb.Message, streamQueueSize)}
 }
 
-// queue returns the queue to put messages on, and whether a stream is up.
-func (w *streamWriter) queue() (chan<- *raftpb.Message, bool) {
+// sendQueue is the queue of the stream that is up, nil while none is.
+func (w *streamWriter) sendQueue() chan<- *raftpb.Message {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.msgc, w.working
+	if !w.up {
+		return nil
+	}
+	return w.msgc
 }
 
 // streamsOpened counts the streams the writer has accepted.
@@ -183,7 +186,7 @@ func (w *streamWriter) open(st *streamWriterState, c *outgoingConn) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	*st = streamWriterState{conn: c, enc: w.typ.encoder(countingWriter{c, w.p.m.sentBytes}), msgc: w.msgc}
-	w.working = true
+	w.up = true
 	w.opened++
 	w.p.status.activate()
 	w.p.lg.Info("established stream writer", zap.String("stream-type", string(w.typ)))
@@ -199,7 +202,7 @@ func (w *streamWriter) close(st *streamWriterState, err error) {
 	w.mu.Lock()
 	dropped := len(w.msgc) > 0
 	w.msgc = make(chan *raftpb.Message, streamQueueSize)
-	w.working = false
+	w.up = false
 	w.mu.Unlock()
 	if dropped {
 		w.p.t.reports.reportUnreachable(w.p.id)

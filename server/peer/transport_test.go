@@ -187,7 +187,7 @@ func TestClusterIDMismatchRefusedBothWays(t *testing.T) {
 		if !m.tr.ActiveSince(other).IsZero() {
 			t.Fatalf("member %d sees peer %d as active", m.id, other)
 		}
-		if _, up := m.tr.peer(other).msgWriter.queue(); up {
+		if up := m.tr.peer(other).msgWriter.sendQueue() != nil; up {
 			t.Fatalf("member %d accepted a stream from another cluster", m.id)
 		}
 	}
@@ -203,7 +203,7 @@ func TestRemovedMemberIsRefused(t *testing.T) {
 	// Once b forgets a, a's posts are refused with 403.
 	b.tr.RemovePeer(1)
 	a.rec.waitUntil(t, "streams down", func() bool {
-		_, up := a.tr.peer(2).msgWriter.queue()
+		up := a.tr.peer(2).msgWriter.sendQueue() != nil
 		return !up
 	})
 	a.tr.Send([]*raftpb.Message{msg(raftpb.MsgHeartbeat, 1, 2, 1, 0)})
