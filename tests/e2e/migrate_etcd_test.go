@@ -54,8 +54,10 @@ func TestMigrateFromEtcd(t *testing.T) {
 	c.assertConsistent(t, live...)
 	resp, err := c.clients[live[0]].Get(ctx(t), "load/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	must(t, err)
-	if resp.Count != int64(n) {
-		t.Errorf("cluster holds %d of the %d acknowledged writes", resp.Count, n)
+	// The write in flight when the load stopped was cancelled: the cluster
+	// may or may not have applied it.
+	if resp.Count != int64(n) && resp.Count != int64(n+1) {
+		t.Errorf("cluster holds %d writes; %d were acknowledged (and at most one more was cut off by the end of the load)", resp.Count, n)
 	}
 }
 
