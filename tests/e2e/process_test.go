@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHTTPEndpoints(t *testing.T) {
@@ -31,7 +32,13 @@ func TestHTTPEndpoints(t *testing.T) {
 		return resp.StatusCode, out
 	}
 	t.Run("version", func(t *testing.T) {
+		// A new member's leader decides the cluster version just after the
+		// member is ready; until then /version says not_decided, as etcd's.
 		code, v := get(t, "/version")
+		for deadline := time.Now().Add(10 * time.Second); v["etcdcluster"] == "not_decided" && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			code, v = get(t, "/version")
+		}
 		if code != http.StatusOK || v["etcdserver"] != "3.7.1" || v["etcdcluster"] != "3.7.0" || v["storage"] != "3.7.0" || len(v) != 3 {
 			t.Errorf("GET /version = %d %v, want 200 {etcdserver:3.7.1 etcdcluster:3.7.0 storage:3.7.0}", code, v)
 		}
