@@ -1,27 +1,19 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairnkv/cairn/tools/benchmark/stats"
 )
 
 // writeReport writes report.json (the whole result) and report.md (the
 // side-by-side tables) to dir.
 func writeReport(dir string, res *result) error {
-	raw, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(res)), 0o644)
+	return stats.WriteReportFiles(dir, res, markdown(res))
 }
 
 // unit says how a figure is printed.

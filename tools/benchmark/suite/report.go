@@ -1,25 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/cairnkv/cairn/tools/benchmark/stats"
 )
 
 // writeSummary writes report.md and report.json to dir.
 func writeSummary(dir string, res *result) error {
-	raw, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(res)), 0o644)
+	return stats.WriteReportFiles(dir, res, markdown(res))
 }
 
 // reference is the server the others are compared with.
