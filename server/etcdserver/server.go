@@ -67,8 +67,11 @@ type Server struct {
 	applyMu        sync.Mutex
 	consistentIdx  uint64 // guarded by applyMu
 	consistentTerm uint64 // guarded by applyMu
-	confState      *raftpb.ConfState
-	snapshotIndex  uint64
+	// roundCommits carries the compactor's requests for a commit between
+	// two rounds to commitLoop (see commitCompactionRound).
+	roundCommits  chan chan struct{}
+	confState     *raftpb.ConfState
+	snapshotIndex uint64
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
 	// an older binary reads holds no entry of the newer version).
@@ -99,7 +102,7 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{})}
+	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
 	b, err := s.bootstrapRaft()
 	if err != nil {
 		return nil, err
@@ -195,6 +198,7 @@ func (s *Server) openBackendStores() error {
 	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{
 		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
+		CommitRound:             s.commitCompactionRound,
 	})
 	lessor, err := s.openLessor(be, kv)
 	if err != nil {
@@ -429,7 +433,8 @@ func (s *Server) saveConsistentIndex(tx backend.UnsafeWriter) {
 	backend.PutUint64(tx, backend.BucketMeta, backend.MetaTerm, s.consistentTerm)
 }
 
-// commitLoop commits the backend every --backend-batch-interval.
+// commitLoop commits the backend every --backend-batch-interval, and at
+// once when the compactor asks (commitCompactionRound).
 func (s *Server) commitLoop() {
 	t := time.NewTicker(s.cfg.BackendBatchInterval)
 	defer t.Stop()
@@ -437,9 +442,33 @@ func (s *Server) commitLoop() {
 		select {
 		case <-t.C:
 			s.commitBackend(false)
+		case done := <-s.roundCommits:
+			s.commitBackend(false)
+			close(done)
 		case <-s.stopc:
 			return
 		}
+	}
+}
+
+// commitCompactionRound is the mvcc store's CommitRound: it has commitLoop
+// commit (under applyMu, like every commit of this package) and waits for
+// it. The compactor must not take applyMu itself: Stop and snapshot
+// installation close the store while holding it, and wait for the
+// compactor, which then leaves through quit.
+func (s *Server) commitCompactionRound(quit <-chan struct{}) {
+	done := make(chan struct{})
+	select {
+	case s.roundCommits <- done:
+	case <-quit:
+		return
+	case <-s.stopc:
+		return
+	}
+	select {
+	case <-done:
+	case <-quit:
+	case <-s.stopc:
 	}
 }
 

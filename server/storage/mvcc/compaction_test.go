@@ -206,3 +206,62 @@ func TestCompactionPauseEndsOnQuit(t *testing.T) {
 		t.Fatal("pause ignored quit")
 	}
 }
+
+// TestCompactionCommitsEachRound: with a CommitRound, the compactor has the
+// backend committed after every round but the last, so no commit carries
+// more than one round's deletes.
+func TestCompactionCommitsEachRound(t *testing.T) {
+	var (
+		b           backend.Backend
+		rounds      int
+		maxUncommit int
+	)
+	cfg := StoreConfig{CompactionBatchLimit: 4, CompactionSleepInterval: time.Microsecond,
+		CommitRound: func(<-chan struct{}) {
+			rounds++
+			maxUncommit = max(maxUncommit, b.PendingWrites())
+			b.Commit()
+		}}
+	s, tb, _ := newTestStore(t, cfg)
+	b = tb
+	for i := range 20 {
+		s.Put([]byte("k"), []byte{byte(i)}, 0)
+	}
+	b.Commit()
+	waitCompaction(t, mustCompact(t, s, 21))
+	// 20 revisions at or below 21, 4 per round: rounds 1-5 are full, the
+	// sixth finds fewer than the limit and finishes without a pause.
+	if rounds != 5 {
+		t.Fatalf("CommitRound called %d times, want 5", rounds)
+	}
+	// One round's 4 deletes, plus the scheduled-compaction mark in the first.
+	if maxUncommit > 5 {
+		t.Fatalf("a round left %d uncommitted writes, want at most one round's", maxUncommit)
+	}
+}
+
+// TestCloseEndsAWaitingCommitRound: Close interrupts a compactor that waits
+// in CommitRound (the member's commit loop may be gone), instead of hanging.
+func TestCloseEndsAWaitingCommitRound(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	cfg := StoreConfig{CompactionBatchLimit: 1, CompactionSleepInterval: time.Microsecond,
+		CommitRound: func(quit <-chan struct{}) {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-quit
+		}}
+	s, _, _ := newTestStore(t, cfg)
+	for i := range 5 {
+		s.Put([]byte("k"), []byte{byte(i)}, 0)
+	}
+	done := mustCompact(t, s, 6)
+	<-entered
+	s.Close()
+	select {
+	case <-done:
+		t.Fatal("an interrupted compaction reported done")
+	default:
+	}
+}

@@ -25,6 +25,12 @@ type StoreConfig struct {
 	// CompactionSleepInterval is the pause between compaction rounds, during
 	// which writers get the batch lock; 0 means etcd's 10ms.
 	CompactionSleepInterval time.Duration
+	// CommitRound, when set, is called after each compaction round (the
+	// batch lock released) and returns once the backend has committed that
+	// round, or when quit closes. The member wires it to its own commit so
+	// the consistent index stays with the data; without it the round's
+	// deletes wait for the owner's next commit.
+	CommitRound func(quit <-chan struct{})
 }
 
 // Store is the multi-version key-value store of one member. It implements KV.
