@@ -56,7 +56,32 @@ const (
 	// defragMaxCatchUpRounds bounds the catch-up under a write rate the copy
 	// cannot outrun; the swap then applies one round's worth under the locks.
 	defragMaxCatchUpRounds = 20
+	// defragCopyShare is the share of wall time the bulk copy works; it
+	// rests the remainder after each batch, so the member's own requests
+	// keep a core and its WAL fsyncs do not queue behind the copy's
+	// writeback (on two cores an unpaced copy tripled the p50 of puts).
+	defragCopyShare = 0.5
+	// defragMaxRest bounds one rest, whatever a slow batch took.
+	defragMaxRest = 50 * time.Millisecond
 )
+
+// defragPacer spaces the bulk copy's batches (see defragCopyShare).
+type defragPacer struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+	since time.Time // end of the last rest
+}
+
+func newDefragPacer() *defragPacer {
+	return &defragPacer{now: time.Now, sleep: time.Sleep, since: time.Now()}
+}
+
+// rest sleeps in proportion to the work done since the last rest.
+func (p *defragPacer) rest() {
+	worked := p.now().Sub(p.since)
+	p.sleep(min(time.Duration(float64(worked)*(1-defragCopyShare)/defragCopyShare), defragMaxRest))
+	p.since = p.now()
+}
 
 // defragJournal records, in order, every write the batch makes while a
 // defrag runs. It is used under the batch lock only.
@@ -376,8 +401,15 @@ func applyToTx(tx *bolt.Tx, ws []pendingWrite) error {
 // copyBuckets copies every bucket of src into the new file, committing it
 // every defragBatchKeys pairs.
 func (c *defragCopy) copyBuckets(src *bolt.Tx) error {
+	pacer := newDefragPacer()
 	w := &defragWriter{db: c.db, afterCommit: func() error {
 		failpoint.Inject("defragDuringCopy")
+		// Each batch goes to disk before the next: one fsync of the whole
+		// copy at the end would flood the disk the WAL shares.
+		if err := c.db.Sync(); err != nil {
+			return err
+		}
+		pacer.rest()
 		if c.b.stopping.Load() {
 			return errClosed
 		}

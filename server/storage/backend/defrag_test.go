@@ -266,3 +266,31 @@ func TestConcurrentDefragsAndSnapshots(t *testing.T) {
 		t.Fatalf("%v", diff(got, want))
 	}
 }
+
+// TestDefragPacerRestsInProportion: the copy rests as long as it worked (a
+// 50% share), never longer than defragMaxRest.
+func TestDefragPacerRestsInProportion(t *testing.T) {
+	for _, tc := range []struct {
+		worked, want time.Duration
+	}{
+		{10 * time.Millisecond, 10 * time.Millisecond},
+		{0, 0},
+		{time.Second, defragMaxRest},
+	} {
+		clock := time.Unix(0, 0)
+		var slept time.Duration
+		p := &defragPacer{
+			now:   func() time.Time { return clock },
+			sleep: func(d time.Duration) { slept = d; clock = clock.Add(d) },
+			since: clock,
+		}
+		clock = clock.Add(tc.worked)
+		p.rest()
+		if slept != tc.want {
+			t.Errorf("worked %v: rested %v, want %v", tc.worked, slept, tc.want)
+		}
+		if !p.since.Equal(clock) {
+			t.Errorf("worked %v: next work counted from %v, want %v", tc.worked, p.since, clock)
+		}
+	}
+}
