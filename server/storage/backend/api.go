@@ -120,6 +120,10 @@ type Backend interface {
 	// resident set after a full scan (they stay in the page cache); the
 	// member calls it once its start-up reads are done.
 	DropResidentPages()
+	// CommitID identifies the last commit (also after Close): equal IDs
+	// mean the file has not been committed to since. Data derived from the
+	// db (the key index checkpoint) records it to tell whether it is stale.
+	CommitID() CommitID
 	// Path is the db file's path.
 	Path() string
 	Close() error

@@ -64,7 +64,8 @@ type backend struct {
 	size      atomic.Int64
 	sizeInUse atomic.Int64
 	freeBytes atomic.Int64
-	closed    bool // under batch.mu
+	committed atomic.Pointer[CommitID] // the last commit's, see CommitID
+	closed    bool                     // under batch.mu
 
 	// defragMu runs defrags one at a time; stopping tells a running one
 	// that Close has begun; retired counts db files replaced by a defrag
@@ -158,13 +159,15 @@ func (b *backend) beginTxs() error {
 	}
 	b.batch.tx = wtx
 	b.read.reopen(rtx)
-	b.refreshSizes(rtx)
+	b.refreshCommitted(rtx)
 	return nil
 }
 
-// refreshSizes records the size of the file as of tx, and how much of it is
-// not on the freelist (etcd's "in use").
-func (b *backend) refreshSizes(tx *bolt.Tx) {
+// refreshCommitted records, as of the read tx on the newest commit, the
+// commit's identity, the size of the file, and how much of it is not on
+// the freelist (etcd's "in use").
+func (b *backend) refreshCommitted(tx *bolt.Tx) {
+	b.committed.Store(commitIDOf(tx))
 	size := tx.Size()
 	st := b.db.Stats()
 	pageSize := int64(b.db.Info().PageSize)
@@ -182,6 +185,26 @@ func (b *backend) Size() int64        { return b.size.Load() }
 func (b *backend) SizeInUse() int64   { return b.sizeInUse.Load() }
 func (b *backend) FreeBytes() int64   { return b.freeBytes.Load() }
 func (b *backend) Path() string       { return b.cfg.Path }
+
+// CommitID identifies one committed state of a db file: bbolt numbers every
+// commit (by any program that opens the file), and a commit that changes
+// the key bucket gives its root a new page.
+type CommitID struct {
+	TxID    uint64
+	Size    int64  // bytes up to bbolt's high-water page
+	KeyRoot uint64 // page of the key bucket's root; 0 while the bucket is small enough to be inline
+}
+
+func commitIDOf(tx *bolt.Tx) *CommitID {
+	id := &CommitID{TxID: uint64(tx.ID()), Size: tx.Size()}
+	if kb := tx.Bucket(BucketKey); kb != nil {
+		id.KeyRoot = uint64(kb.Root())
+	}
+	return id
+}
+
+// CommitID is the identity of the last commit, also after Close.
+func (b *backend) CommitID() CommitID { return *b.committed.Load() }
 
 func (b *backend) Commit() {
 	b.batch.mu.Lock()
@@ -252,6 +275,10 @@ func (b *backend) Close() error {
 	}
 	b.commitLocked(false)
 	b.closed = true
+	if rtx, err := b.db.Begin(false); err == nil {
+		b.committed.Store(commitIDOf(rtx))
+		_ = rtx.Rollback()
+	}
 	err := b.db.Close()
 	b.retired.Wait()
 	return err

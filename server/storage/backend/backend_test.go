@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 )
 
@@ -436,5 +437,56 @@ func TestReopenWritesNothing(t *testing.T) {
 	crash(t, reopen(t, path))
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Fatal("opening an existing db changed the file")
+	}
+}
+
+// TestCommitIDTellsCommittedStates: the ID moves with every commit, is the
+// same after Close and the next Open when nothing was written in between,
+// and moves when another writer commits to the file.
+func TestCommitIDTellsCommittedStates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := b.CommitID()
+	tx := b.BatchTx()
+	tx.Lock()
+	tx.UnsafePut(BucketKey, []byte("k"), []byte("v"))
+	tx.Unlock()
+	b.Commit()
+	written := b.CommitID()
+	if written == opened || written.TxID <= opened.TxID {
+		t.Fatalf("commit with a write kept the ID: %+v then %+v", opened, written)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := b.CommitID()
+	b2, err := Open(Config{Path: path, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b2.CommitID(); got != closed {
+		t.Fatalf("reopened without writes: ID %+v, closed with %+v", got, closed)
+	}
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(BucketMeta).Put([]byte("x"), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	b3, err := Open(Config{Path: path, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b3.Close()
+	if got := b3.CommitID(); got.TxID == closed.TxID {
+		t.Fatalf("another program's commit kept the ID %+v", got)
 	}
 }

@@ -362,7 +362,7 @@ func (b *backend) beginTxsKeepingReleased(uncommitted []pendingWrite) error {
 	}
 	b.batch.tx = wtx
 	b.read.show(rtx)
-	b.refreshSizes(rtx)
+	b.refreshCommitted(rtx)
 	return nil
 }
 

@@ -68,6 +68,7 @@ type compactor struct {
 	s     *Store
 	mu    sync.Mutex
 	queue []compactionJob
+	busy  bool          // a job was taken and has not finished (interrupted ones stay busy)
 	wake  chan struct{} // capacity 1: a pending wake-up is enough
 	quit  chan struct{}
 	done  chan struct{}
@@ -111,7 +112,22 @@ func (c *compactor) next() (compactionJob, bool) {
 	}
 	job := c.queue[0]
 	c.queue = c.queue[1:]
+	c.busy = true
 	return job, true
+}
+
+// finished marks the job taken by next as done.
+func (c *compactor) finished() {
+	c.mu.Lock()
+	c.busy = false
+	c.mu.Unlock()
+}
+
+// idle reports whether every scheduled compaction has finished.
+func (c *compactor) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.busy && len(c.queue) == 0
 }
 
 func (c *compactor) run() {
@@ -132,6 +148,7 @@ func (c *compactor) run() {
 			} else {
 				c.s.lg.Info("previous compaction was interrupted, skip storing compaction hash value")
 			}
+			c.finished()
 			close(job.done)
 		}
 	}

@@ -31,6 +31,11 @@ type StoreConfig struct {
 	// the consistent index stays with the data; without it the round's
 	// deletes wait for the owner's next commit.
 	CommitRound func(quit <-chan struct{})
+	// IndexCheckpoint, when set, is the path of a key index checkpoint
+	// (see checkpoint.go) that New loads instead of rebuilding the index
+	// from the key bucket, if it describes the backend's current commit.
+	// New removes the file either way.
+	IndexCheckpoint string
 }
 
 // Store is the multi-version key-value store of one member. It implements KV.
@@ -134,9 +139,15 @@ func (s *Store) restore() error {
 	if finishedFound {
 		s.compactMainRev = finished
 	}
-	rebuilt, err := rebuildIndex(s.lg, s.b.ReadTx(), s.index)
-	if err != nil {
-		return err
+	rebuilt, loaded := indexRebuild{}, false
+	if s.cfg.IndexCheckpoint != "" {
+		rebuilt, loaded = s.loadIndexCheckpoint(s.cfg.IndexCheckpoint)
+	}
+	if !loaded {
+		var err error
+		if rebuilt, err = rebuildIndex(s.lg, s.b.ReadTx(), s.index); err != nil {
+			return err
+		}
 	}
 	lastRev := rebuilt.lastRev
 	s.restoredLeases = rebuilt.leased
