@@ -220,6 +220,7 @@ func (m *Member) startGRPC(cfg *config.Config, ext Extensions, undo *undoStack) 
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
 		Auth:                        m.Server.AuthAdmin(),
+		Lease:                       m.Server.LeaseService(),
 	})
 	var err error
 	if m.self, err = startClientServices(m.grpc, ext.ClientServices, m.lg); err != nil {

@@ -174,10 +174,10 @@ func (s *Server) IsWatchPermitted(ctx context.Context, key, end []byte) error {
 	return s.authStore.IsRangePermitted(ai, key, end)
 }
 
-// checkLeaseKeys lets an admin through and checks every key of leases with
-// check for anyone else; it fails with ErrAuthOldRevision if the auth
-// revision moved while it ran.
-func (s *Server) checkLeaseKeys(ctx context.Context, leases []*lease.Lease, check func(auth.AuthInfo, []byte) error) error {
+// leaseKeysPermitted lets an admin through and checks that anyone else may
+// read (write: write) every key of leases; it fails with
+// ErrAuthOldRevision if the auth revision moved while it ran.
+func (s *Server) leaseKeysPermitted(ctx context.Context, leases []*lease.Lease, write bool) error {
 	rev := s.authStore.Revision()
 	if !s.authStore.IsAuthEnabled() {
 		return nil
@@ -197,7 +197,7 @@ func (s *Server) checkLeaseKeys(ctx context.Context, leases []*lease.Lease, chec
 			continue
 		}
 		for _, key := range l.Keys() {
-			if err := check(*ai, []byte(key)); err != nil {
+			if err := keyPermitted(s.authStore, *ai, []byte(key), write); err != nil {
 				return err
 			}
 		}
@@ -208,12 +208,11 @@ func (s *Server) checkLeaseKeys(ctx context.Context, leases []*lease.Lease, chec
 	return nil
 }
 
-func (s *Server) rangeCheck(ai auth.AuthInfo, key []byte) error {
-	return s.authStore.IsRangePermitted(ai, key, nil)
-}
-
-func (s *Server) putCheck(ai auth.AuthInfo, key []byte) error {
-	return s.authStore.IsPutPermitted(ai, key)
+func keyPermitted(as *auth.Store, ai auth.AuthInfo, key []byte, write bool) error {
+	if write {
+		return as.IsPutPermitted(ai, key)
+	}
+	return as.IsRangePermitted(ai, key, nil)
 }
 
 // checkPassword holds the stores: a snapshot install must not close the

@@ -50,6 +50,11 @@
 //     storage versions and the downgrade flag: the leader's monitors, the
 //     Downgrade RPC, their backend reads and apply-time writes
 //     (versionMember);
+//   - LeaseService (lease.go, leasehttp.go) serves the Lease service:
+//     grants, revokes and checkpoints through raft, the lessor's primary
+//     role while the member leads, and the forwarding of keepalives and
+//     TimeToLive to the leader over peer HTTP (leaseMember: propose,
+//     leadership, peer URLs, the current lessor);
 //   - learnerSteward (learner_auto.go) promotes caught-up learners and
 //     fails over to standbys while its member leads (learnerMember);
 //   - corruptionChecker (corrupt.go) runs the three hash checks and their

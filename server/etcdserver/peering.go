@@ -101,8 +101,8 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle(peerHashKVPath, hashKVHandler{clusterID: s.clusterID, hash: s.hashByRev, lg: s.lg})
 	mux.HandleFunc(promotePath, s.servePromote)
 	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
-	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
-	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
+	mux.HandleFunc(leasesPath, s.leases.serveLeaseRenew)
+	mux.HandleFunc(leasesInternalPath, s.leases.serveLeaseInternal)
 	mux.HandleFunc("/version", s.versions.serveVersion)
 	return mux
 }

@@ -50,12 +50,11 @@ type Server struct {
 	authStore    *auth.Store // lives across stores; Recover hands it a new backend
 	authAdmin    *AuthAdmin  // the Auth service, over authStore
 	versions     *versionKeeper
-	watches      watchStreams // the open watch streams of kv
+	leases       *LeaseService // the Lease service, over lessor
+	watches      watchStreams  // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
 	transport    *peer.Transport
-
-	leaderURLs peerURLCache // where forwarded keepalives go
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
@@ -111,11 +110,12 @@ func New(cfg *Config) (*Server, error) {
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	s.versions = &versionKeeper{self: b.id, member: s, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
+	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
+	s.leases = s.newLeaseService() // before the stores: it opens the lessor
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
-	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.proposals = wait.NewRegistry()
 	s.localReqs = newLocalRequests()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
@@ -200,7 +200,7 @@ func (s *Server) openBackendStores() error {
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
 		CommitRound:             s.commitCompactionRound,
 	})
-	lessor, err := s.openLessor(be, kv)
+	lessor, err := s.leases.openLessor(be, kv)
 	if err != nil {
 		kv.Close()
 		be.Close()
@@ -242,8 +242,8 @@ func (s *Server) Start() {
 	s.goAttach(s.publish)
 	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
 	s.goAttach(s.versions.monitorDowngrade)
-	s.goAttach(s.leaseLeadershipLoop)
-	s.goAttach(s.revokeExpiredLeasesLoop)
+	s.goAttach(s.leases.leadershipLoop)
+	s.goAttach(s.leases.revokeExpiredLoop)
 	if s.cfg.learnerLoopEnabled() {
 		s.goAttach(s.newLearnerSteward().run)
 	}
@@ -369,6 +369,13 @@ func (s *Server) rlockStores() bool {
 	return true
 }
 
+// currentLessor is the lessor of the current stores.
+func (s *Server) currentLessor() *lease.Lessor {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
+	return s.lessor
+}
+
 // withStores runs read on the backend while the stores are held against a
 // snapshot install; false when they are closed.
 func (s *Server) withStores(read func(be backend.Backend)) bool {
@@ -389,6 +396,9 @@ func (s *Server) newLearnerSteward() *learnerSteward {
 		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
 			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
+
+// LeaseService serves the Lease service.
+func (s *Server) LeaseService() *LeaseService { return s.leases }
 
 // leads reports whether this member is the raft leader now.
 func (s *Server) leads() bool { return s.Leader() == s.id }

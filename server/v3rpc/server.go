@@ -80,6 +80,8 @@ type Config struct {
 	// Auth serves the Auth service; nil leaves it unregistered (a client
 	// then gets Unimplemented, as from a server without auth).
 	Auth AuthServer
+	// Lease serves the Lease service; nil leaves it unregistered.
+	Lease LeaseServer
 	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
 	// service NOT_SERVING while a defragmentation runs.
 	StopGRPCServiceOnDefrag bool
@@ -193,8 +195,8 @@ func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	hs := health.NewServer()
 	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
 	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Logger, hn))
-	if ls, ok := s.(LeaseServer); ok {
-		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: ls})
+	if cfg.Lease != nil {
+		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: cfg.Lease})
 	}
 	if cs, ok := s.(ClusterServer); ok {
 		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
