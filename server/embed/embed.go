@@ -221,6 +221,7 @@ func (m *Member) startGRPC(cfg *config.Config, ext Extensions, undo *undoStack) 
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
 		Auth:                        m.Server.AuthAdmin(),
 		Lease:                       m.Server.LeaseService(),
+		Cluster:                     m.Server.MembershipAdmin(),
 	})
 	var err error
 	if m.self, err = startClientServices(m.grpc, ext.ClientServices, m.lg); err != nil {

@@ -61,7 +61,7 @@ func (s *Server) bootstrapRaft() (*bootstrapped, error) {
 		return s.restartRaft()
 	}
 	if !s.cfg.NewCluster {
-		return s.joinExistingCluster()
+		return clusterJoiner{cfg: s.cfg, lg: s.lg, raftConfig: s.raftConfig}.join()
 	}
 	return s.startNewRaft()
 }

@@ -55,8 +55,16 @@
 //     role while the member leads, and the forwarding of keepalives and
 //     TimeToLive to the leader over peer HTTP (leaseMember: propose,
 //     leadership, peer URLs, the current lessor);
+//   - MembershipAdmin (cluster.go, promote.go, reconfig_check.go) serves
+//     the Cluster service: member add/remove/update/promote checked by the
+//     reconfiguration rules, promotion forwarded to the leader over peer
+//     HTTP, and this member's learner settings (clusterMember: members,
+//     raft status, peer connections, replicating a conf change);
 //   - learnerSteward (learner_auto.go) promotes caught-up learners and
-//     fails over to standbys while its member leads (learnerMember);
+//     fails over to standbys while its member leads (learnerMember: the
+//     core and its MembershipAdmin);
+//   - clusterJoiner (join.go) bootstraps a member joining a running
+//     cluster from its configuration alone;
 //   - corruptionChecker (corrupt.go) runs the three hash checks and their
 //     loops over a hashSource; hashKVHandler and hashFetcher
 //     (corrupt_peer.go) are the two ends of the peer hash endpoint.

@@ -89,7 +89,7 @@ func (s *Server) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetReque
 // attributesApplied reports whether the applied membership lists this
 // member with attrs.
 func (s *Server) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRequest) bool {
-	m := s.findMember(s.id)
+	m := memberByID(s.members(), s.id)
 	return m != nil && m.Name == attrs.GetMemberAttributes().GetName() &&
 		slices.Equal(m.ClientURLs, attrs.GetMemberAttributes().GetClientUrls())
 }

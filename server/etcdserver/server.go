@@ -50,8 +50,9 @@ type Server struct {
 	authStore    *auth.Store // lives across stores; Recover hands it a new backend
 	authAdmin    *AuthAdmin  // the Auth service, over authStore
 	versions     *versionKeeper
-	leases       *LeaseService // the Lease service, over lessor
-	watches      watchStreams  // the open watch streams of kv
+	leases       *LeaseService    // the Lease service, over lessor
+	memberAdmin  *MembershipAdmin // the Cluster service
+	watches      watchStreams     // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
 	transport    *peer.Transport
@@ -112,6 +113,7 @@ func New(cfg *Config) (*Server, error) {
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.leases = s.newLeaseService() // before the stores: it opens the lessor
+	s.memberAdmin = s.newMembershipAdmin()
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
@@ -392,10 +394,13 @@ func (s *Server) withStores(read func(be backend.Backend)) bool {
 func (s *Server) connectedSince(id uint64) time.Time { return s.transport.ActiveSince(id) }
 
 func (s *Server) newLearnerSteward() *learnerSteward {
-	return &learnerSteward{self: s.id, member: s, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
+	return &learnerSteward{self: s.id, member: stewardMember{s, s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
 			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
+
+// MembershipAdmin serves the Cluster service.
+func (s *Server) MembershipAdmin() *MembershipAdmin { return s.memberAdmin }
 
 // LeaseService serves the Lease service.
 func (s *Server) LeaseService() *LeaseService { return s.leases }

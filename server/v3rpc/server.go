@@ -82,6 +82,8 @@ type Config struct {
 	Auth AuthServer
 	// Lease serves the Lease service; nil leaves it unregistered.
 	Lease LeaseServer
+	// Cluster serves the Cluster service; nil leaves it unregistered.
+	Cluster ClusterServer
 	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
 	// service NOT_SERVING while a defragmentation runs.
 	StopGRPCServiceOnDefrag bool
@@ -198,8 +200,8 @@ func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	if cfg.Lease != nil {
 		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: cfg.Lease})
 	}
-	if cs, ok := s.(ClusterServer); ok {
-		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
+	if cfg.Cluster != nil {
+		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cfg.Cluster})
 	}
 	if ws, ok := s.(WatchServer); ok {
 		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, cfg.Logger))
