@@ -65,6 +65,11 @@
 //     core and its MembershipAdmin);
 //   - clusterJoiner (join.go) bootstraps a member joining a running
 //     cluster from its configuration alone;
+//   - Maintenance (maintenance.go, autodefrag.go) serves the Maintenance
+//     service: status, hashes, defragmentation and its automatic turns,
+//     snapshot, alarms, leader moves and the hand-over at stop, and
+//     Downgrade through the versionKeeper (maintenanceMember: raft status,
+//     store facts under the store lock, the backend under applyMu);
 //   - corruptionChecker (corrupt.go) runs the three hash checks and their
 //     loops over a hashSource; hashKVHandler and hashFetcher
 //     (corrupt_peer.go) are the two ends of the peer hash endpoint.
@@ -72,10 +77,13 @@
 // Locks. storeMu guards the identity of the stores (backend, mvcc store,
 // lessor, applier): the apply loop replaces them when it installs a
 // snapshot from the leader, holding storeMu for writing, and every other
-// goroutine that uses them holds it for reading (rlockStores, withStores).
-// applyMu is held while an entry is applied and while the backend commits,
-// so a commit never separates data from the consistent index that
-// describes it; snapshot creation takes it too. The order is applyMu before
+// goroutine that uses them holds it for reading (rlockStores, withStores,
+// currentLessor, storeStatus). The concern types above never take these
+// locks themselves: they reach the stores only through such calls on the
+// core. applyMu is held while an entry is applied and while the backend
+// commits, so a commit never separates data from the consistent index that
+// describes it; snapshot creation takes it too, and so do Maintenance's
+// Hash and Snapshot (withApplyLock). The order is applyMu before
 // storeMu, never the reverse. Neither is held across a raft round: a
 // proposal waits for its result with no lock held, so a slow disk delays
 // requests but cannot deadlock the apply loop against a handler.

@@ -52,6 +52,7 @@ type Server struct {
 	versions     *versionKeeper
 	leases       *LeaseService    // the Lease service, over lessor
 	memberAdmin  *MembershipAdmin // the Cluster service
+	maint        *Maintenance     // the Maintenance service
 	watches      watchStreams     // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
@@ -140,6 +141,7 @@ func New(cfg *Config) (*Server, error) {
 		ID: b.id, Logger: s.lg, RawNode: b.node, MemStorage: b.memStorage,
 		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
+	s.maint = s.newMaintenance()
 	s.connectPeers(append(b.peers, s.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
@@ -254,7 +256,7 @@ func (s *Server) Start() {
 		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
 	}
 	s.goAttach(s.autoCompactLoop)
-	s.goAttach(s.autoDefragLoop)
+	s.goAttach(s.maint.autoDefragLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}
@@ -312,7 +314,7 @@ func (s *Server) watchRaftErrors() {
 // Stop stops every loop, commits the backend and closes the files.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		s.HandOverLeadership()
+		s.maint.HandOverLeadership()
 		close(s.stopc)
 		s.wg.Wait()
 		s.proposals.TriggerAll(nil)
@@ -378,6 +380,36 @@ func (s *Server) currentLessor() *lease.Lessor {
 	return s.lessor
 }
 
+// backend returns the current backend; a snapshot install may replace it
+// later (and close this one, which ends a defrag running on it).
+func (s *Server) backend() (backend.Backend, bool) {
+	if !s.rlockStores() {
+		return nil, false
+	}
+	defer s.storeMu.RUnlock()
+	return s.be, true
+}
+
+// storeStatus reads what Status reports of the stores, all under one lock.
+func (s *Server) storeStatus() (storeStatus, bool) {
+	if !s.rlockStores() {
+		return storeStatus{}, false
+	}
+	defer s.storeMu.RUnlock()
+	return storeStatus{
+		dbSize: s.be.Size(), dbSizeInUse: s.be.SizeInUse(), quotaBytes: s.applier.QuotaBytes(),
+		storageVersion: storageVersionOf(s.be), alarms: s.applier.Alarms(), appliedIndex: s.appliedIndex.Load(),
+	}, true
+}
+
+// withApplyLock runs f on the backend while no entry is applied and no
+// commit runs.
+func (s *Server) withApplyLock(f func(be backend.Backend)) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	f(s.be)
+}
+
 // withStores runs read on the backend while the stores are held against a
 // snapshot install; false when they are closed.
 func (s *Server) withStores(read func(be backend.Backend)) bool {
@@ -399,6 +431,9 @@ func (s *Server) newLearnerSteward() *learnerSteward {
 			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
 
+// Maintenance serves the Maintenance service.
+func (s *Server) Maintenance() *Maintenance { return s.maint }
+
 // MembershipAdmin serves the Cluster service.
 func (s *Server) MembershipAdmin() *MembershipAdmin { return s.memberAdmin }
 
@@ -417,11 +452,6 @@ func (s *Server) ClusterVersion() string { return s.versions.clusterVersion() }
 // StorageVersion is the backend's storage version as "X.Y.0", or "" while
 // it has none.
 func (s *Server) StorageVersion() string { return s.versions.storageVersion() }
-
-// Downgrade serves Maintenance.Downgrade.
-func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
-	return s.versions.Downgrade(ctx, r)
-}
 
 // currentRev is the store's revision.
 func (s *Server) currentRev() int64 {

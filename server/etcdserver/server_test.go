@@ -95,7 +95,7 @@ func TestStatus(t *testing.T) {
 			cfg.QuotaBackendBytes = tt.quota
 			s := startServer(t, cfg)
 			mustPut(t, s, "a", "1")
-			st, err := s.Status(testCtx(t))
+			st, err := s.maint.Status(testCtx(t))
 			if err != nil {
 				t.Fatal(err)
 			}
