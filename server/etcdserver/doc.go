@@ -46,6 +46,9 @@
 //
 //   - AuthAdmin (auth_admin.go) serves the Auth service over the auth store
 //     (authMember: propose, read barrier, password check);
+//   - authGate (auth.go) tells who sent a request and whether it may do
+//     what it asks, over the auth store alone; the core stamps proposals
+//     and checks local reads with it, LeaseService its lease keys;
 //   - versionKeeper (version_monitor.go, downgrade.go) owns the cluster and
 //     storage versions and the downgrade flag: the leader's monitors, the
 //     Downgrade RPC, their backend reads and apply-time writes

@@ -46,13 +46,17 @@ type leaseMember interface {
 	// waitCommittedApplied waits until everything committed is applied.
 	linearizableReadNotify(ctx context.Context) error
 	waitCommittedApplied(ctx context.Context) error
+	checkQuota(ctx context.Context, r proto.Message) error
+	Header() *pb.ResponseHeader
+	fillHeader(h **pb.ResponseHeader)
+}
+
+// leaseAuth is the member's authGate as LeaseService uses it.
+type leaseAuth interface {
 	RequireAuthInfo(ctx context.Context) error
 	// leaseKeysPermitted checks ctx's user may read (write: write) every
 	// key attached to leases.
 	leaseKeysPermitted(ctx context.Context, leases []*lease.Lease, write bool) error
-	checkQuota(ctx context.Context, r proto.Message) error
-	Header() *pb.ResponseHeader
-	fillHeader(h **pb.ResponseHeader)
 }
 
 // leaseTiming is the part of the member's configuration leases use.
@@ -74,6 +78,7 @@ type leaseTiming struct {
 // from a follower to the leader over peer HTTP.
 type LeaseService struct {
 	member leaseMember
+	auth   leaseAuth
 	ids    *idutil.Generator // fresh lease IDs
 	peers  *http.Client      // to the leader's peer URLs
 	lg     *zap.Logger
@@ -85,7 +90,7 @@ type LeaseService struct {
 
 func (s *Server) newLeaseService() *LeaseService {
 	c := s.cfg
-	return &LeaseService{member: s, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+	return &LeaseService{member: s, auth: s.gate, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: leaseTiming{
 			request:            c.requestTimeout(),
 			electionTimeout:    time.Duration(c.ElectionTicks) * c.tickInterval(),
@@ -188,7 +193,7 @@ func (l *LeaseService) revokeExpired(id lease.LeaseID) {
 
 // LeaseGrant grants a lease; ID 0 picks a fresh positive ID.
 func (l *LeaseService) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
-	if err := l.member.RequireAuthInfo(ctx); err != nil {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil {
 		return nil, err
 	}
 	for r.ID == 0 {
@@ -208,7 +213,7 @@ func (l *LeaseService) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) 
 
 // LeaseRevoke revokes a lease and deletes its keys.
 func (l *LeaseService) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
-	if err := l.member.RequireAuthInfo(ctx); err != nil {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil {
 		return nil, err
 	}
 	resp, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
@@ -224,7 +229,7 @@ func (l *LeaseService) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest
 // returns its TTL; an unknown lease answers errs.ErrLeaseNotFound.
 func (l *LeaseService) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 	leases := []*lease.Lease{l.member.currentLessor().Lookup(lease.LeaseID(id))}
-	if err := l.member.leaseKeysPermitted(ctx, leases, true); err != nil {
+	if err := l.auth.leaseKeysPermitted(ctx, leases, true); err != nil {
 		return -1, err
 	}
 	if l.member.leads() {
@@ -291,7 +296,7 @@ func (l *LeaseService) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTi
 func (l *LeaseService) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
 	resp := &pb.LeaseLeasesResponse{Header: l.member.Header()}
 	leases := l.member.currentLessor().Leases()
-	if err := l.member.leaseKeysPermitted(ctx, leases, false); err != nil {
+	if err := l.auth.leaseKeysPermitted(ctx, leases, false); err != nil {
 		return nil, err
 	}
 	// etcd lists the leases that expire soonest first.
@@ -305,9 +310,9 @@ func (l *LeaseService) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse
 // checkTimeToLive needs a user when auth is on and, when the keys are
 // asked for, read access to each of them (admins pass).
 func (l *LeaseService) checkTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) error {
-	if err := l.member.RequireAuthInfo(ctx); err != nil || !r.Keys {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil || !r.Keys {
 		return err
 	}
 	leases := []*lease.Lease{l.member.currentLessor().Lookup(lease.LeaseID(r.ID))}
-	return l.member.leaseKeysPermitted(ctx, leases, false)
+	return l.auth.leaseKeysPermitted(ctx, leases, false)
 }

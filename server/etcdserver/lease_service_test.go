@@ -81,7 +81,7 @@ func (f *fakeLeaseMember) proposeRequest(_ context.Context, r *pb.InternalRaftRe
 }
 
 func newTestLeaseService(t *testing.T, m *fakeLeaseMember) *LeaseService {
-	return &LeaseService{member: m, ids: idutil.NewGenerator(uint16(m.self), time.Unix(0, 0)),
+	return &LeaseService{member: m, auth: m, ids: idutil.NewGenerator(uint16(m.self), time.Unix(0, 0)),
 		peers: http.DefaultClient, lg: zap.NewNop(), stop: make(chan struct{}),
 		timing: leaseTiming{request: opTimeout, electionTimeout: time.Second, minTTL: 1}}
 }

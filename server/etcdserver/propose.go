@@ -42,7 +42,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 	}
 	id := s.reqIDs.Next()
 	r.Header = &pb.RequestHeader{ID: id}
-	if err := s.stampAuth(ctx, r); err != nil {
+	if err := s.gate.stampAuth(ctx, r); err != nil {
 		return nil, err
 	}
 	data, err := proto.Marshal(r)

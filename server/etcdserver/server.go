@@ -49,6 +49,7 @@ type Server struct {
 	applier      *apply.Applier
 	authStore    *auth.Store // lives across stores; Recover hands it a new backend
 	authAdmin    *AuthAdmin  // the Auth service, over authStore
+	gate         *authGate   // who sent a request and what it may do, over authStore
 	versions     *versionKeeper
 	leases       *LeaseService    // the Lease service, over lessor
 	memberAdmin  *MembershipAdmin // the Cluster service
@@ -113,7 +114,8 @@ func New(cfg *Config) (*Server, error) {
 	s.versions = &versionKeeper{self: b.id, member: s, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
-	s.leases = s.newLeaseService() // before the stores: it opens the lessor
+	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
+	s.leases = s.newLeaseService()                 // before the stores: it opens the lessor
 	s.memberAdmin = s.newMembershipAdmin()
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
