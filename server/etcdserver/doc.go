@@ -73,6 +73,12 @@
 //     snapshot, alarms, leader moves and the hand-over at stop, and
 //     Downgrade through the versionKeeper (maintenanceMember: raft status,
 //     store facts under the store lock, the backend under applyMu);
+//   - readBarrier (read.go) batches linearizable reads into ReadIndex
+//     rounds and runs the read loop over the raft node (readIndexer) and
+//     the applied-index waits;
+//   - filePurger (purge.go) trims old WAL and snap files, and
+//     runWhileLeading (autocompact.go) lets the auto compactor run only
+//     while the member leads;
 //   - corruptionChecker (corrupt.go) runs the three hash checks and their
 //     loops over a hashSource; hashKVHandler and hashFetcher
 //     (corrupt_peer.go) are the two ends of the peer hash endpoint.

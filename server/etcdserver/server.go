@@ -86,7 +86,7 @@ type Server struct {
 	snapshotsInstalled atomic.Uint64
 	isLearner          atomic.Bool // this member is a learner in the current configuration
 
-	reads readBarrier
+	reads *readBarrier
 
 	corruption    *corruptionChecker   // the corruption checks (corrupt.go)
 	autoCompactor *compactor.Compactor // nil: auto compaction is off
@@ -125,7 +125,6 @@ func New(cfg *Config) (*Server, error) {
 	s.localReqs = newLocalRequests()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
-	s.reads.init()
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
 		self: b.id, clusterID: b.clusterID, members: s.members, http: c.peerHTTP,
 		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
@@ -144,6 +143,7 @@ func New(cfg *Config) (*Server, error) {
 		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
 	s.maint = s.newMaintenance()
+	s.reads = s.newReadBarrier()
 	s.connectPeers(append(b.peers, s.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
@@ -242,8 +242,8 @@ func (s *Server) Start() {
 	s.node.Start()
 	s.goAttach(s.applyLoop)
 	s.goAttach(s.commitLoop)
-	s.goAttach(s.readLoop)
-	s.goAttach(s.purgeLoop)
+	s.goAttach(s.reads.run)
+	s.goAttach(func() { s.cfg.filePurger(s.lg).run(s.stopc) })
 	s.goAttach(s.watchRaftErrors)
 	s.goAttach(s.publish)
 	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
@@ -257,7 +257,7 @@ func (s *Server) Start() {
 	if s.cfg.CompactHashCheck {
 		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
 	}
-	s.goAttach(s.autoCompactLoop)
+	s.goAttach(func() { runWhileLeading(s.autoCompactor, s, s.stopc) })
 	s.goAttach(s.maint.autoDefragLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
