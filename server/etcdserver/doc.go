@@ -76,6 +76,9 @@
 //   - readBarrier (read.go) batches linearizable reads into ReadIndex
 //     rounds and runs the read loop over the raft node (readIndexer) and
 //     the applied-index waits;
+//   - publisher (publish.go) proposes the member's name and client URLs
+//     at start and closes ReadyNotify once they are applied (or a snapshot
+//     from the leader brought them);
 //   - filePurger (purge.go) trims old WAL and snap files, and
 //     runWhileLeading (autocompact.go) lets the auto compactor run only
 //     while the member leads;

@@ -245,7 +245,7 @@ func (s *Server) Start() {
 	s.goAttach(s.reads.run)
 	s.goAttach(func() { s.cfg.filePurger(s.lg).run(s.stopc) })
 	s.goAttach(s.watchRaftErrors)
-	s.goAttach(s.publish)
+	s.goAttach(s.newPublisher().run)
 	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
 	s.goAttach(s.versions.monitorDowngrade)
 	s.goAttach(s.leases.leadershipLoop)
