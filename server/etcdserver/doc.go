@@ -1,12 +1,13 @@
 // Package etcdserver is the member: it owns the life of one cairn member and
 // the path of every request through it.
 //
-// Starting. Bootstrap opens the data dir: a new member creates its WAL (with
-// the node and cluster IDs as metadata), an empty backend, and starts raft
-// with its initial peers; a restarting member loads the newest snapshot the
-// WAL vouches for, replays the WAL after it into raft's MemoryStorage and
-// reopens the backend, whose consistent index says which entries it already
-// holds.
+// Starting. A bootstrapper (bootstrap.go, which needs only the
+// configuration) opens the raft side of the data dir: a new member creates
+// its WAL (with the node and cluster IDs as metadata) and starts raft with
+// its initial peers; a restarting member loads the newest snapshot the WAL
+// vouches for and replays the WAL after it into raft's MemoryStorage. The
+// member then opens the backend (an empty one when new), whose consistent
+// index says which entries it already holds.
 //
 // Writing. A handler calls Put/DeleteRange/Txn/Compact/Alarm. The request is
 // wrapped in an InternalRaftRequest with a fresh ID, encoded, size-checked

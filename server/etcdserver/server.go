@@ -105,7 +105,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
-	b, err := s.bootstrapRaft()
+	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		return nil, err
 	}
