@@ -220,6 +220,9 @@ func (m *Member) startGRPC(cfg *config.Config, ext Extensions, undo *undoStack) 
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
 		Auth:                        m.Server.AuthAdmin(),
+		Lease:                       m.Server.LeaseService(),
+		Cluster:                     m.Server.MembershipAdmin(),
+		Maintenance:                 m.Server.Maintenance(),
 	})
 	var err error
 	if m.self, err = startClientServices(m.grpc, ext.ClientServices, m.lg); err != nil {
@@ -298,7 +301,7 @@ func (m *Member) watch() {
 // Close stops serving and stops the member.
 func (m *Member) Close() {
 	// Hand leadership over while the peer connections are still up.
-	m.Server.HandOverLeadership()
+	m.Server.Maintenance().HandOverLeadership()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, mux := range m.client {

@@ -228,7 +228,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	connect := s.applyMemberChange(tx, cc)
 	members, _ := membership.Load(tx)
 	tx.Unlock()
-	s.leaderURLs.invalidate() // once the change is visible to readers
+	s.leases.peersChanged() // once the change is visible to readers
 	connect()
 	if cc.GetId() != 0 {
 		s.proposals.Trigger(cc.GetId(), members)

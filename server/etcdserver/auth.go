@@ -39,6 +39,7 @@ func (s *Server) openAuth(be backend.Backend) error {
 		return err
 	}
 	s.authStore = auth.New(auth.Config{Backend: be, Tokens: tp, BcryptCost: int(s.cfg.BcryptCost), Logger: s.lg})
+	s.gate.store = s.authStore
 	s.authAdmin = newAuthAdmin(s.authStore, s, s.lg)
 	return nil
 }
@@ -52,29 +53,38 @@ type rootKey struct{}
 
 func withRoot(ctx context.Context) context.Context { return context.WithValue(ctx, rootKey{}, true) }
 
+// authGate answers the member's auth questions about a request: who sent
+// it (token, --client-cert-auth certificate, or the member itself), and
+// whether that sender may do what it asks, against the auth store's applied
+// state.
+type authGate struct {
+	store    *auth.Store // set when the member opens its stores (openAuth)
+	certAuth bool        // --client-cert-auth names users by certificate
+}
+
 // authInfo resolves the token of ctx's gRPC metadata: nil and no error when
 // auth is off or the request has no token.
-func (s *Server) authInfo(ctx context.Context) (*auth.AuthInfo, error) {
+func (g *authGate) authInfo(ctx context.Context) (*auth.AuthInfo, error) {
 	if root, _ := ctx.Value(rootKey{}).(bool); root {
-		return &auth.AuthInfo{Username: "root", Revision: s.authStore.Revision()}, nil
+		return &auth.AuthInfo{Username: "root", Revision: g.store.Revision()}, nil
 	}
-	if !s.authStore.IsAuthEnabled() {
+	if !g.store.IsAuthEnabled() {
 		return nil, nil // every proposal asks: decide it once, before any metadata work
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if token, ok := auth.TokenFromMetadata(md); ok {
-			return s.authStore.AuthInfoFromToken(ctx, token)
+			return g.store.AuthInfoFromToken(ctx, token)
 		}
 	}
-	return s.authInfoFromCert(ctx), nil
+	return g.authInfoFromCert(ctx), nil
 }
 
 // authInfoFromCert names the user by the common name of the client's
 // verified certificate when --client-cert-auth is on and the request carries
 // no token, as etcd does. Requests through the JSON gateway arrive on an
 // in-process connection without TLS state, so they never match.
-func (s *Server) authInfoFromCert(ctx context.Context) *auth.AuthInfo {
-	if !s.cfg.ClientCertAuth {
+func (g *authGate) authInfoFromCert(ctx context.Context) *auth.AuthInfo {
+	if !g.certAuth {
 		return nil
 	}
 	p, ok := peer.FromContext(ctx)
@@ -89,12 +99,12 @@ func (s *Server) authInfoFromCert(ctx context.Context) *auth.AuthInfo {
 	if cn == "" {
 		return nil
 	}
-	return &auth.AuthInfo{Username: cn, Revision: s.authStore.Revision()}
+	return &auth.AuthInfo{Username: cn, Revision: g.store.Revision()}
 }
 
 // authInfoOrEmpty is authInfo with "no user" as an empty AuthInfo.
-func (s *Server) authInfoOrEmpty(ctx context.Context) (auth.AuthInfo, error) {
-	ai, err := s.authInfo(ctx)
+func (g *authGate) authInfoOrEmpty(ctx context.Context) (auth.AuthInfo, error) {
+	ai, err := g.authInfo(ctx)
 	if err != nil || ai == nil {
 		return auth.AuthInfo{}, err
 	}
@@ -105,11 +115,11 @@ func (s *Server) authInfoOrEmpty(ctx context.Context) (auth.AuthInfo, error) {
 // ignores any token it carries: a stale token must not stop a client from
 // getting a new one. Every other request, AuthStatus included, is refused
 // when its token is invalid (see AuthStatus).
-func (s *Server) stampAuth(ctx context.Context, r *pb.InternalRaftRequest) error {
+func (g *authGate) stampAuth(ctx context.Context, r *pb.InternalRaftRequest) error {
 	if r.Authenticate != nil {
 		return nil
 	}
-	ai, err := s.authInfo(ctx)
+	ai, err := g.authInfo(ctx)
 	if err != nil || ai == nil {
 		return err
 	}
@@ -120,8 +130,8 @@ func (s *Server) stampAuth(ctx context.Context, r *pb.InternalRaftRequest) error
 // authorizedRead runs check, then read, for a read served locally; it fails
 // with ErrAuthOldRevision when the auth revision moved past the token's
 // meanwhile (the check may have used rights the user no longer has).
-func (s *Server) authorizedRead(ctx context.Context, check func(auth.AuthInfo) error, read func(auth.AuthInfo) error) error {
-	ai, err := s.authInfoOrEmpty(ctx)
+func (g *authGate) authorizedRead(ctx context.Context, check func(auth.AuthInfo) error, read func(auth.AuthInfo) error) error {
+	ai, err := g.authInfoOrEmpty(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,7 +141,7 @@ func (s *Server) authorizedRead(ctx context.Context, check func(auth.AuthInfo) e
 	if err := read(ai); err != nil {
 		return err
 	}
-	if ai.Revision != 0 && ai.Revision != s.authStore.Revision() {
+	if ai.Revision != 0 && ai.Revision != g.store.Revision() {
 		return auth.ErrAuthOldRevision
 	}
 	return nil
@@ -141,21 +151,21 @@ func noCheck(auth.AuthInfo) error { return nil }
 
 // AdminPermitted fails unless ctx's sender has the root role (or auth is
 // off): member changes, compaction and most maintenance calls.
-func (s *Server) AdminPermitted(ctx context.Context) error {
-	ai, err := s.authInfoOrEmpty(ctx)
+func (g *authGate) AdminPermitted(ctx context.Context) error {
+	ai, err := g.authInfoOrEmpty(ctx)
 	if err != nil {
 		return err
 	}
-	return s.authStore.IsAdminPermitted(ai)
+	return g.store.IsAdminPermitted(ai)
 }
 
 // RequireAuthInfo fails when auth is on and ctx names no user (or a token
 // that does not check out).
-func (s *Server) RequireAuthInfo(ctx context.Context) error {
-	if !s.authStore.IsAuthEnabled() {
+func (g *authGate) RequireAuthInfo(ctx context.Context) error {
+	if !g.store.IsAuthEnabled() {
 		return nil
 	}
-	switch ai, err := s.authInfo(ctx); {
+	switch ai, err := g.authInfo(ctx); {
 	case err != nil:
 		return err
 	case ai == nil:
@@ -166,30 +176,30 @@ func (s *Server) RequireAuthInfo(ctx context.Context) error {
 }
 
 // IsWatchPermitted checks that ctx's sender may read the watched range.
-func (s *Server) IsWatchPermitted(ctx context.Context, key, end []byte) error {
-	ai, err := s.authInfoOrEmpty(ctx)
+func (g *authGate) IsWatchPermitted(ctx context.Context, key, end []byte) error {
+	ai, err := g.authInfoOrEmpty(ctx)
 	if err != nil {
 		return err
 	}
-	return s.authStore.IsRangePermitted(ai, key, end)
+	return g.store.IsRangePermitted(ai, key, end)
 }
 
-// checkLeaseKeys lets an admin through and checks every key of leases with
-// check for anyone else; it fails with ErrAuthOldRevision if the auth
-// revision moved while it ran.
-func (s *Server) checkLeaseKeys(ctx context.Context, leases []*lease.Lease, check func(auth.AuthInfo, []byte) error) error {
-	rev := s.authStore.Revision()
-	if !s.authStore.IsAuthEnabled() {
+// leaseKeysPermitted lets an admin through and checks that anyone else may
+// read (write: write) every key of leases; it fails with
+// ErrAuthOldRevision if the auth revision moved while it ran.
+func (g *authGate) leaseKeysPermitted(ctx context.Context, leases []*lease.Lease, write bool) error {
+	rev := g.store.Revision()
+	if !g.store.IsAuthEnabled() {
 		return nil
 	}
-	ai, err := s.authInfo(ctx)
+	ai, err := g.authInfo(ctx)
 	if err != nil {
 		return err
 	}
 	if ai == nil {
 		return auth.ErrUserEmpty
 	}
-	if s.authStore.IsAdminPermitted(*ai) == nil {
+	if g.store.IsAdminPermitted(*ai) == nil {
 		return nil
 	}
 	for _, l := range leases {
@@ -197,23 +207,22 @@ func (s *Server) checkLeaseKeys(ctx context.Context, leases []*lease.Lease, chec
 			continue
 		}
 		for _, key := range l.Keys() {
-			if err := check(*ai, []byte(key)); err != nil {
+			if err := keyPermitted(g.store, *ai, []byte(key), write); err != nil {
 				return err
 			}
 		}
 	}
-	if rev != s.authStore.Revision() {
+	if rev != g.store.Revision() {
 		return auth.ErrAuthOldRevision
 	}
 	return nil
 }
 
-func (s *Server) rangeCheck(ai auth.AuthInfo, key []byte) error {
-	return s.authStore.IsRangePermitted(ai, key, nil)
-}
-
-func (s *Server) putCheck(ai auth.AuthInfo, key []byte) error {
-	return s.authStore.IsPutPermitted(ai, key)
+func keyPermitted(as *auth.Store, ai auth.AuthInfo, key []byte, write bool) error {
+	if write {
+		return as.IsPutPermitted(ai, key)
+	}
+	return as.IsRangePermitted(ai, key, nil)
 }
 
 // checkPassword holds the stores: a snapshot install must not close the
@@ -224,4 +233,16 @@ func (s *Server) checkPassword(name, password string) (uint64, error) {
 	}
 	defer s.storeMu.RUnlock()
 	return s.authStore.CheckPassword(name, password)
+}
+
+// AdminPermitted fails unless ctx's sender has the root role (or auth is
+// off): member changes, compaction and most maintenance calls.
+func (s *Server) AdminPermitted(ctx context.Context) error { return s.gate.AdminPermitted(ctx) }
+
+// RequireAuthInfo fails when auth is on and ctx names no user.
+func (s *Server) RequireAuthInfo(ctx context.Context) error { return s.gate.RequireAuthInfo(ctx) }
+
+// IsWatchPermitted checks that ctx's sender may read the watched range.
+func (s *Server) IsWatchPermitted(ctx context.Context, key, end []byte) error {
+	return s.gate.IsWatchPermitted(ctx, key, end)
 }

@@ -13,28 +13,32 @@ import (
 // the current revision and a Compact through raft, and lets it compact only
 // while this member leads, as etcd pauses its compactor on followers.
 
-// newAutoCompactor returns nil when auto compaction is off.
+// newAutoCompactor returns nil when auto compaction is off. Its
+// compactions act as root so that they also work with auth enabled.
 func (s *Server) newAutoCompactor() (*compactor.Compactor, error) {
 	if s.cfg.AutoCompactionRetention == 0 {
 		return nil, nil
 	}
+	compact := func(ctx context.Context, rev int64) error {
+		// A logical compaction (physical false) to rev.
+		_, err := s.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
+		return err
+	}
 	return compactor.New(compactor.Config{
 		Mode: s.cfg.AutoCompactionMode, Retention: s.cfg.AutoCompactionRetention,
-		Rev: s.currentRev, Compact: s.autoCompact, Logger: s.lg,
+		Rev: s.currentRev, Compact: compact, Logger: s.lg,
 	})
 }
 
-// autoCompact proposes a logical compaction (physical false) to rev. It
-// acts as root so that it also works with auth enabled.
-func (s *Server) autoCompact(ctx context.Context, rev int64) error {
-	_, err := s.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
-	return err
+// leadership tells whether the member leads, and when that may change.
+type leadership interface {
+	leads() bool
+	leaderChanged() <-chan struct{}
 }
 
-// autoCompactLoop runs the compactor until Stop, pausing it whenever this
+// runWhileLeading runs the compactor c until stop, pausing it whenever the
 // member is not the leader.
-func (s *Server) autoCompactLoop() {
-	c := s.autoCompactor
+func runWhileLeading(c *compactor.Compactor, l leadership, stop <-chan struct{}) {
 	if c == nil {
 		return
 	}
@@ -42,15 +46,15 @@ func (s *Server) autoCompactLoop() {
 	c.Run()
 	defer c.Stop()
 	for {
-		changed := s.node.LeaderChanged()
-		if s.Leader() == s.id {
+		changed := l.leaderChanged()
+		if l.leads() {
 			c.Resume()
 		} else {
 			c.Pause()
 		}
 		select {
 		case <-changed:
-		case <-s.stopc:
+		case <-stop:
 			return
 		}
 	}

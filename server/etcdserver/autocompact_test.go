@@ -14,7 +14,7 @@ import (
 // compactedRev is the store's compacted revision as HashKV reports it.
 func compactedRev(t *testing.T, s *Server) int64 {
 	t.Helper()
-	resp, err := s.HashKV(testCtx(t), 0)
+	resp, err := s.maint.HashKV(testCtx(t), 0)
 	if err != nil {
 		t.Fatalf("HashKV: %v", err)
 	}

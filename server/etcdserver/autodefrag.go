@@ -80,13 +80,9 @@ func (p reclaimPolicy) checkEvery() time.Duration {
 	return min(max(p.interval/100, 50*time.Millisecond), 10*time.Second)
 }
 
-func (s *Server) reclaimPolicy() reclaimPolicy {
-	return reclaimPolicy{freePercent: s.cfg.AutoDefragFreePercent, minFree: s.cfg.AutoDefragMinFreeBytes, interval: s.cfg.AutoDefragInterval}
-}
-
 // autoDefragLoop defragments when the policy says so, until Stop.
-func (s *Server) autoDefragLoop() {
-	p := s.reclaimPolicy()
+func (m *Maintenance) autoDefragLoop() {
+	p := m.reclaim
 	if p.freePercent == 0 || p.interval <= 0 {
 		return
 	}
@@ -96,55 +92,55 @@ func (s *Server) autoDefragLoop() {
 	for {
 		var now time.Time
 		select {
-		case <-s.stopc:
+		case <-m.stop:
 			return
 		case now = <-ticker.C:
 		}
-		if p.period(now) == lastPeriod || !s.autoDefragDue(p, now) {
+		if p.period(now) == lastPeriod || !m.autoDefragDue(p, now) {
 			continue
 		}
 		lastPeriod = p.period(now)
-		s.autoDefrag()
+		m.autoDefrag()
 	}
 }
 
 // autoDefragDue reports whether it is this member's turn and its file is
 // worth defragmenting.
-func (s *Server) autoDefragDue(p reclaimPolicy, now time.Time) bool {
-	leader := s.Leader()
+func (m *Maintenance) autoDefragDue(p reclaimPolicy, now time.Time) bool {
+	leader := m.member.Leader()
 	if leader == 0 {
 		return false
 	}
 	var ids []uint64
-	for _, m := range s.members() {
-		ids = append(ids, m.ID)
+	for _, mb := range m.member.members() {
+		ids = append(ids, mb.ID)
 	}
-	t, ok := defragTurn(s.id, leader, ids)
+	t, ok := defragTurn(m.self, leader, ids)
 	if !ok || !p.inTurn(now, t) {
 		return false
 	}
-	be, ok := s.backend()
+	be, ok := m.member.backend()
 	return ok && p.worthIt(be.Size(), be.FreeBytes())
 }
 
 // autoDefrag runs one automatic defrag and counts what it gave back.
-func (s *Server) autoDefrag() {
-	be, ok := s.backend()
+func (m *Maintenance) autoDefrag() {
+	be, ok := m.member.backend()
 	if !ok {
 		return
 	}
 	before := be.Size()
-	s.lg.Info("starting automatic defragmentation",
+	m.lg.Info("starting automatic defragmentation",
 		zap.Int64("current-db-size-bytes", before),
 		zap.Int64("current-db-free-bytes", be.FreeBytes()),
-		zap.Uint("free-percent-threshold", s.cfg.AutoDefragFreePercent))
+		zap.Uint("free-percent-threshold", m.reclaim.freePercent))
 	metrics.AutoDefrags.Inc()
 	if err := be.Defrag(); err != nil {
-		s.lg.Warn("automatic defragmentation failed", zap.Error(err))
+		m.lg.Warn("automatic defragmentation failed", zap.Error(err))
 		return
 	}
 	reclaimed := max(before-be.Size(), 0)
 	metrics.AutoDefragReclaimedBytes.Add(float64(reclaimed))
-	s.lg.Info("finished automatic defragmentation",
+	m.lg.Info("finished automatic defragmentation",
 		zap.Int64("reclaimed-bytes", reclaimed), zap.Int64("current-db-size-bytes", be.Size()))
 }

@@ -33,58 +33,65 @@ type bootstrapped struct {
 	wal           walView // checked against the backend once it is open
 }
 
-func (s *Server) raftConfig(id uint64, ms *raft.MemoryStorage) *raft.Config {
+// bootstrapper opens or creates a member's raft state from its data dir
+// before the member exists: it needs only the configuration.
+type bootstrapper struct {
+	cfg *Config
+	lg  *zap.Logger
+}
+
+func (bs bootstrapper) raftConfig(id uint64, ms *raft.MemoryStorage) *raft.Config {
 	return &raft.Config{
 		ID:              id,
-		ElectionTick:    s.cfg.ElectionTicks,
+		ElectionTick:    bs.cfg.ElectionTicks,
 		HeartbeatTick:   1,
 		Storage:         ms,
 		MaxSizePerMsg:   1024 * 1024,
 		MaxInflightMsgs: 4096 / 8,
 		CheckQuorum:     true,
-		PreVote:         s.cfg.PreVote,
-		Logger:          newRaftLogger(s.lg),
+		PreVote:         bs.cfg.PreVote,
+		Logger:          newRaftLogger(bs.lg),
 	}
 }
 
 // bootstrapRaft starts raft from the WAL when there is one, else creates it.
-func (s *Server) bootstrapRaft() (*bootstrapped, error) {
-	if err := os.MkdirAll(s.cfg.snapDir(), 0o700); err != nil {
+func (bs bootstrapper) bootstrapRaft() (*bootstrapped, error) {
+	if err := os.MkdirAll(bs.cfg.snapDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot access data directory: %w", err)
 	}
 	// MkdirAll may have just created these: their names must survive a
 	// power cut, or the member would come back as a new, empty one.
-	if err := syncNames(s.cfg.snapDir(), s.cfg.memberDir(), s.cfg.DataDir); err != nil {
+	if err := syncNames(bs.cfg.snapDir(), bs.cfg.memberDir(), bs.cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("cannot sync data directory: %w", err)
 	}
-	if wal.Exist(s.cfg.walDir()) {
-		return s.restartRaft()
+	if wal.Exist(bs.cfg.walDir()) {
+		return bs.restartRaft()
 	}
-	if !s.cfg.NewCluster {
-		return s.joinExistingCluster()
+	if !bs.cfg.NewCluster {
+		return clusterJoiner{cfg: bs.cfg, lg: bs.lg, raftConfig: bs.raftConfig}.join()
 	}
-	return s.startNewRaft()
+	return bs.startNewRaft()
 }
 
-func (s *Server) initialMembers() ([]*membership.Member, error) {
-	names := make([]string, 0, len(s.cfg.InitialCluster))
-	for name := range s.cfg.InitialCluster {
+func (bs bootstrapper) initialMembers() ([]*membership.Member, error) {
+	names := make([]string, 0, len(bs.cfg.InitialCluster))
+	for name := range bs.cfg.InitialCluster {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	members := make([]*membership.Member, 0, len(names))
 	for _, name := range names {
-		urls := s.cfg.InitialCluster[name]
+		urls := bs.cfg.InitialCluster[name]
 		// As in etcd, the bootstrap entry carries IDs, peer URLs and names;
 		// client URLs arrive later, when each member publishes itself.
-		m := &membership.Member{ID: membership.ComputeMemberID(urls, s.cfg.InitialClusterToken, nil), PeerURLs: urls, Name: name}
+		m := &membership.Member{ID: membership.ComputeMemberID(urls, bs.cfg.InitialClusterToken, nil), PeerURLs: urls, Name: name}
 		members = append(members, m)
 	}
 	return members, nil
 }
 
-func (s *Server) startNewRaft() (*bootstrapped, error) {
-	members, err := s.initialMembers()
+func (bs bootstrapper) startNewRaft() (*bootstrapped, error) {
+	members, err := bs.initialMembers()
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +102,7 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 		ids[i] = m.ID
 		ctx, _ := jsonMember(m)
 		peers[i] = raft.Peer{ID: m.ID, Context: ctx}
-		if m.Name == s.cfg.Name {
+		if m.Name == bs.cfg.Name {
 			self = m.ID
 		}
 	}
@@ -104,15 +111,15 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Create(s.lg, s.cfg.walDir(), md)
+	w, err := wal.Create(bs.lg, bs.cfg.walDir(), md)
 	if err != nil {
 		return nil, fmt.Errorf("create wal: %w", err)
 	}
-	if s.cfg.UnsafeNoFsync {
+	if bs.cfg.UnsafeNoFsync {
 		w.SetUnsafeNoFsync()
 	}
 	ms := raft.NewMemoryStorage()
-	node, err := raft.NewRawNode(s.raftConfig(self, ms))
+	node, err := raft.NewRawNode(bs.raftConfig(self, ms))
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -121,27 +128,27 @@ func (s *Server) startNewRaft() (*bootstrapped, error) {
 		w.Close()
 		return nil, err
 	}
-	s.lg.Info("starting local member", zap.String("local-member-id", idHex(self)), zap.String("cluster-id", idHex(cid)))
+	bs.lg.Info("starting local member", zap.String("local-member-id", idHex(self)), zap.String("cluster-id", idHex(cid)))
 	return &bootstrapped{
 		id: self, clusterID: cid, memStorage: ms, node: node, peers: members,
-		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
+		storage: &raftStorage{wal: w, snapshotter: snap.New(bs.lg, bs.cfg.snapDir())},
 		// raft's bootstrap adds one conf change entry per initial member.
-		wal: walView{dir: s.cfg.walDir(), lastIndex: uint64(len(peers))},
+		wal: walView{dir: bs.cfg.walDir(), lastIndex: uint64(len(peers))},
 	}, nil
 }
 
-func (s *Server) restartRaft() (*bootstrapped, error) {
-	walDir := s.cfg.walDir()
-	walSnaps, err := wal.ValidSnapshotEntries(s.lg, walDir)
+func (bs bootstrapper) restartRaft() (*bootstrapped, error) {
+	walDir := bs.cfg.walDir()
+	walSnaps, err := wal.ValidSnapshotEntries(bs.lg, walDir)
 	if err != nil {
 		return nil, checkWALReadable(walDir, err)
 	}
-	ss := snap.New(s.lg, s.cfg.snapDir())
+	ss := snap.New(bs.lg, bs.cfg.snapDir())
 	snapshot, err := ss.LoadNewestAvailable(walSnaps)
 	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
 		return nil, err
 	}
-	if err := checkSnapshotPresent(s.cfg.snapDir(), walDir, walSnaps, snapshot); err != nil {
+	if err := checkSnapshotPresent(bs.cfg.snapDir(), walDir, walSnaps, snapshot); err != nil {
 		return nil, err
 	}
 	marker := walpb.Snapshot{}
@@ -149,11 +156,11 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 		md := snapshot.GetMetadata()
 		marker = walpb.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()}
 	}
-	w, mdBytes, hs, ents, err := openWAL(s.lg, walDir, marker)
+	w, mdBytes, hs, ents, err := openWAL(bs.lg, walDir, marker)
 	if err != nil {
 		return nil, checkWALReadable(walDir, err)
 	}
-	if s.cfg.UnsafeNoFsync {
+	if bs.cfg.UnsafeNoFsync {
 		w.SetUnsafeNoFsync()
 	}
 	md := &pb.Metadata{}
@@ -169,8 +176,8 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 		w.Close()
 		return nil, err
 	}
-	if s.cfg.ForceNewCluster {
-		if hs, ents, err = s.forceNewCluster(w, md.GetNodeID(), snapshot, hs, ents); err != nil {
+	if bs.cfg.ForceNewCluster {
+		if hs, ents, err = bs.forceNewCluster(w, md.GetNodeID(), snapshot, hs, ents); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -187,9 +194,9 @@ func (s *Server) restartRaft() (*bootstrapped, error) {
 	if err := ms.Append(ents); err != nil {
 		return nil, err
 	}
-	s.lg.Info("restarting local member", zap.String("local-member-id", idHex(md.GetNodeID())),
+	bs.lg.Info("restarting local member", zap.String("local-member-id", idHex(md.GetNodeID())),
 		zap.String("cluster-id", idHex(md.GetClusterID())), zap.Uint64("commit-index", hs.GetCommit()))
-	node, err := raft.NewRawNode(s.raftConfig(md.GetNodeID(), ms))
+	node, err := raft.NewRawNode(bs.raftConfig(md.GetNodeID(), ms))
 	if err != nil {
 		w.Close()
 		return nil, err

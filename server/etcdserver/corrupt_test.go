@@ -222,7 +222,7 @@ func TestPeerHashKVEndpoint(t *testing.T) {
 	}
 	srv := httptest.NewServer(s.PeerHandler())
 	defer srv.Close()
-	want, err := s.HashKV(testCtx(t), 0)
+	want, err := s.maint.HashKV(testCtx(t), 0)
 	if err != nil {
 		t.Fatalf("HashKV: %v", err)
 	}

@@ -1,12 +1,13 @@
 // Package etcdserver is the member: it owns the life of one cairn member and
 // the path of every request through it.
 //
-// Starting. Bootstrap opens the data dir: a new member creates its WAL (with
-// the node and cluster IDs as metadata), an empty backend, and starts raft
-// with its initial peers; a restarting member loads the newest snapshot the
-// WAL vouches for, replays the WAL after it into raft's MemoryStorage and
-// reopens the backend, whose consistent index says which entries it already
-// holds.
+// Starting. A bootstrapper (bootstrap.go, which needs only the
+// configuration) opens the raft side of the data dir: a new member creates
+// its WAL (with the node and cluster IDs as metadata) and starts raft with
+// its initial peers; a restarting member loads the newest snapshot the WAL
+// vouches for and replays the WAL after it into raft's MemoryStorage. The
+// member then opens the backend (an empty one when new), whose consistent
+// index says which entries it already holds.
 //
 // Writing. A handler calls Put/DeleteRange/Txn/Compact/Alarm. The request is
 // wrapped in an InternalRaftRequest with a fresh ID, encoded, size-checked
@@ -46,12 +47,42 @@
 //
 //   - AuthAdmin (auth_admin.go) serves the Auth service over the auth store
 //     (authMember: propose, read barrier, password check);
+//   - authGate (auth.go) tells who sent a request and whether it may do
+//     what it asks, over the auth store alone; the core stamps proposals
+//     and checks local reads with it, LeaseService its lease keys;
 //   - versionKeeper (version_monitor.go, downgrade.go) owns the cluster and
 //     storage versions and the downgrade flag: the leader's monitors, the
 //     Downgrade RPC, their backend reads and apply-time writes
 //     (versionMember);
+//   - LeaseService (lease.go, leasehttp.go) serves the Lease service:
+//     grants, revokes and checkpoints through raft, the lessor's primary
+//     role while the member leads, and the forwarding of keepalives and
+//     TimeToLive to the leader over peer HTTP (leaseMember: propose,
+//     leadership, peer URLs, the current lessor);
+//   - MembershipAdmin (cluster.go, promote.go, reconfig_check.go) serves
+//     the Cluster service: member add/remove/update/promote checked by the
+//     reconfiguration rules, promotion forwarded to the leader over peer
+//     HTTP, and this member's learner settings (clusterMember: members,
+//     raft status, peer connections, replicating a conf change);
 //   - learnerSteward (learner_auto.go) promotes caught-up learners and
-//     fails over to standbys while its member leads (learnerMember);
+//     fails over to standbys while its member leads (learnerMember: the
+//     core and its MembershipAdmin);
+//   - clusterJoiner (join.go) bootstraps a member joining a running
+//     cluster from its configuration alone;
+//   - Maintenance (maintenance.go, autodefrag.go) serves the Maintenance
+//     service: status, hashes, defragmentation and its automatic turns,
+//     snapshot, alarms, leader moves and the hand-over at stop, and
+//     Downgrade through the versionKeeper (maintenanceMember: raft status,
+//     store facts under the store lock, the backend under applyMu);
+//   - readBarrier (read.go) batches linearizable reads into ReadIndex
+//     rounds and runs the read loop over the raft node (readIndexer) and
+//     the applied-index waits;
+//   - publisher (publish.go) proposes the member's name and client URLs
+//     at start and closes ReadyNotify once they are applied (or a snapshot
+//     from the leader brought them);
+//   - filePurger (purge.go) trims old WAL and snap files, and
+//     runWhileLeading (autocompact.go) lets the auto compactor run only
+//     while the member leads;
 //   - corruptionChecker (corrupt.go) runs the three hash checks and their
 //     loops over a hashSource; hashKVHandler and hashFetcher
 //     (corrupt_peer.go) are the two ends of the peer hash endpoint.
@@ -59,10 +90,13 @@
 // Locks. storeMu guards the identity of the stores (backend, mvcc store,
 // lessor, applier): the apply loop replaces them when it installs a
 // snapshot from the leader, holding storeMu for writing, and every other
-// goroutine that uses them holds it for reading (rlockStores, withStores).
-// applyMu is held while an entry is applied and while the backend commits,
-// so a commit never separates data from the consistent index that
-// describes it; snapshot creation takes it too. The order is applyMu before
+// goroutine that uses them holds it for reading (rlockStores, withStores,
+// currentLessor, storeStatus). The concern types above never take these
+// locks themselves: they reach the stores only through such calls on the
+// core. applyMu is held while an entry is applied and while the backend
+// commits, so a commit never separates data from the consistent index that
+// describes it; snapshot creation takes it too, and so do Maintenance's
+// Hash and Snapshot (withApplyLock). The order is applyMu before
 // storeMu, never the reverse. Neither is held across a raft round: a
 // proposal waits for its result with no lock held, so a slow disk delays
 // requests but cannot deadlock the apply loop against a handler.

@@ -32,7 +32,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	s := startServer(t, cfg)
 	waitFor(t, "cluster version", func() bool { return s.versions.clusterVersion() == "3.7.0" })
 	do := func(action pb.DowngradeRequest_DowngradeAction, v string) (*pb.DowngradeResponse, error) {
-		return s.Downgrade(testCtx(t), &pb.DowngradeRequest{Action: action, Version: v})
+		return s.maint.Downgrade(testCtx(t), &pb.DowngradeRequest{Action: action, Version: v})
 	}
 	check := func(what string, resp *pb.DowngradeResponse, err, wantErr error) {
 		t.Helper()
@@ -55,7 +55,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	check("validate 3.6", resp, err, nil)
 	resp, err = do(pb.DowngradeRequest_ENABLE, "3.6.2")
 	check("enable 3.6.2", resp, err, nil)
-	st, err := s.Status(testCtx(t))
+	st, err := s.maint.Status(testCtx(t))
 	if err != nil || !st.GetDowngradeInfo().GetEnabled() || st.GetDowngradeInfo().GetTargetVersion() != "3.6.0" {
 		t.Fatalf("status after enable: %v, %v", st.GetDowngradeInfo(), err)
 	}
@@ -87,7 +87,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	if err != nil || resp.GetVersion() != "3.6" {
 		t.Fatalf("cancel: %v, %v; want cluster version 3.6", resp, err)
 	}
-	st, err = s.Status(testCtx(t))
+	st, err = s.maint.Status(testCtx(t))
 	if err != nil || st.GetDowngradeInfo().GetEnabled() || st.GetDowngradeInfo().GetTargetVersion() != "" {
 		t.Fatalf("status after cancel: %v, %v", st.GetDowngradeInfo(), err)
 	}

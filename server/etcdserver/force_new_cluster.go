@@ -28,12 +28,12 @@ import (
 
 // forceNewCluster rewrites the tail of a restarting member's log; it returns
 // the entries and hard state raft must start from.
-func (s *Server) forceNewCluster(w *wal.WAL, self uint64, snapshot *raftpb.Snapshot, hs *raftpb.HardState, ents []*raftpb.Entry) (*raftpb.HardState, []*raftpb.Entry, error) {
+func (bs bootstrapper) forceNewCluster(w *wal.WAL, self uint64, snapshot *raftpb.Snapshot, hs *raftpb.HardState, ents []*raftpb.Entry) (*raftpb.HardState, []*raftpb.Entry, error) {
 	commit := hs.GetCommit()
 	// The apply loop may run ahead of the hard state on disk: what the
 	// backend already applied was committed, so it is kept too (else the
 	// removals would land at indexes the backend believes it holds).
-	if ci := s.backendConsistentIndex(); ci > commit {
+	if ci := bs.backendConsistentIndex(); ci > commit {
 		commit = ci
 	}
 	if n := len(ents); n > 0 && commit > ents[n-1].GetIndex() {
@@ -41,7 +41,7 @@ func (s *Server) forceNewCluster(w *wal.WAL, self uint64, snapshot *raftpb.Snaps
 	}
 	for i, e := range ents {
 		if e.GetIndex() > commit {
-			s.lg.Info("discarding uncommitted WAL entries", zap.Uint64("from-index", e.GetIndex()), zap.Int("count", len(ents)-i))
+			bs.lg.Info("discarding uncommitted WAL entries", zap.Uint64("from-index", e.GetIndex()), zap.Int("count", len(ents)-i))
 			ents = ents[:i]
 			break
 		}
@@ -81,13 +81,13 @@ func (s *Server) forceNewCluster(w *wal.WAL, self uint64, snapshot *raftpb.Snaps
 		}
 		last++
 		added = append(added, &raftpb.Entry{Type: raftpb.EntryConfChange.Enum(), Term: proto.Uint64(term), Index: proto.Uint64(last), Data: data})
-		s.lg.Warn("force-new-cluster: removing member", zap.String("member-id", idHex(id)))
+		bs.lg.Warn("force-new-cluster: removing member", zap.String("member-id", idHex(id)))
 	}
 	nhs := &raftpb.HardState{Term: proto.Uint64(term), Vote: proto.Uint64(hs.GetVote()), Commit: proto.Uint64(last)}
 	if err := w.Save(nhs, added); err != nil {
 		return nil, nil, fmt.Errorf("--force-new-cluster: write wal: %w", err)
 	}
-	s.lg.Warn("forcing restart as a one-member cluster", zap.String("local-member-id", idHex(self)),
+	bs.lg.Warn("forcing restart as a one-member cluster", zap.String("local-member-id", idHex(self)),
 		zap.Int("removed-members", len(others)), zap.Uint64("commit-index", last))
 	return nhs, append(ents, added...), nil
 }
@@ -131,11 +131,11 @@ func confIDs(snapshot *raftpb.Snapshot, ents []*raftpb.Entry) (voters, learners 
 
 // backendConsistentIndex reads the consistent index of the member's db
 // (0 when there is none yet).
-func (s *Server) backendConsistentIndex() uint64 {
-	if _, err := os.Stat(s.cfg.backendPath()); err != nil {
+func (bs bootstrapper) backendConsistentIndex() uint64 {
+	if _, err := os.Stat(bs.cfg.backendPath()); err != nil {
 		return 0
 	}
-	be, err := backend.Open(backend.Config{Path: s.cfg.backendPath(), Logger: s.lg})
+	be, err := backend.Open(backend.Config{Path: bs.cfg.backendPath(), Logger: bs.lg})
 	if err != nil {
 		return 0
 	}

@@ -24,17 +24,25 @@ import (
 // joinTimeout bounds asking one peer for the member list.
 const joinTimeout = 5 * time.Second
 
-// joinExistingCluster starts a member with an empty data dir that was added
+// clusterJoiner bootstraps a member that joins a running cluster. It needs
+// only the configuration: the member does not exist yet.
+type clusterJoiner struct {
+	cfg        *Config
+	lg         *zap.Logger
+	raftConfig func(id uint64, ms *raft.MemoryStorage) *raft.Config
+}
+
+// join starts a member with an empty data dir that was added
 // to a running cluster (--initial-cluster-state=existing): it learns the
 // cluster ID and its own member ID from a peer's /members, checks that the
 // cluster is the one --initial-cluster describes, and starts raft without
 // peers; the leader then sends it the log or a snapshot.
-func (s *Server) joinExistingCluster() (*bootstrapped, error) {
-	remote, clusterID, err := s.fetchRemoteMembers()
+func (j clusterJoiner) join() (*bootstrapped, error) {
+	remote, clusterID, err := j.fetchRemoteMembers()
 	if err != nil {
 		return nil, err
 	}
-	self, err := s.matchLocalMember(remote)
+	self, err := j.matchLocalMember(remote)
 	if err != nil {
 		return nil, err
 	}
@@ -42,37 +50,37 @@ func (s *Server) joinExistingCluster() (*bootstrapped, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Create(s.lg, s.cfg.walDir(), md)
+	w, err := wal.Create(j.lg, j.cfg.walDir(), md)
 	if err != nil {
 		return nil, fmt.Errorf("create wal: %w", err)
 	}
-	if s.cfg.UnsafeNoFsync {
+	if j.cfg.UnsafeNoFsync {
 		w.SetUnsafeNoFsync()
 	}
 	ms := raft.NewMemoryStorage()
-	node, err := raft.NewRawNode(s.raftConfig(self.ID, ms))
+	node, err := raft.NewRawNode(j.raftConfig(self.ID, ms))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	s.lg.Info("joining existing cluster", zap.String("local-member-id", idHex(self.ID)), zap.String("cluster-id", idHex(clusterID)))
+	j.lg.Info("joining existing cluster", zap.String("local-member-id", idHex(self.ID)), zap.String("cluster-id", idHex(clusterID)))
 	return &bootstrapped{
 		id: self.ID, clusterID: clusterID, memStorage: ms, node: node, peers: remote,
-		storage: &raftStorage{wal: w, snapshotter: snap.New(s.lg, s.cfg.snapDir())},
-		wal:     walView{dir: s.cfg.walDir()}, // a joining member starts with an empty log
+		storage: &raftStorage{wal: w, snapshotter: snap.New(j.lg, j.cfg.snapDir())},
+		wal:     walView{dir: j.cfg.walDir()}, // a joining member starts with an empty log
 	}, nil
 }
 
 // fetchRemoteMembers asks the other members of --initial-cluster for the
 // member list, as etcd does; the first that answers wins.
-func (s *Server) fetchRemoteMembers() ([]*membership.Member, uint64, error) {
+func (j clusterJoiner) fetchRemoteMembers() ([]*membership.Member, uint64, error) {
 	var errs []error
-	for name, urls := range s.cfg.InitialCluster {
-		if name == s.cfg.Name {
+	for name, urls := range j.cfg.InitialCluster {
+		if name == j.cfg.Name {
 			continue
 		}
 		for _, u := range urls {
-			members, cid, err := getMembers(s.cfg.peerHTTP, u)
+			members, cid, err := getMembers(j.cfg.peerHTTP, u)
 			if err == nil {
 				return members, cid, nil
 			}
@@ -110,16 +118,16 @@ func getMembers(hc *http.Client, peerURL string) ([]*membership.Member, uint64, 
 
 // matchLocalMember checks --initial-cluster against the cluster's member
 // list (same members, same peer URLs) and returns this member's entry.
-func (s *Server) matchLocalMember(remote []*membership.Member) (*membership.Member, error) {
-	if len(remote) != len(s.cfg.InitialCluster) {
+func (j clusterJoiner) matchLocalMember(remote []*membership.Member) (*membership.Member, error) {
+	if len(remote) != len(j.cfg.InitialCluster) {
 		return nil, fmt.Errorf("error validating peerURLs: member count is unequal (--initial-cluster has %d members, the cluster %d)",
-			len(s.cfg.InitialCluster), len(remote))
+			len(j.cfg.InitialCluster), len(remote))
 	}
-	own := sortedCopy(s.cfg.PeerURLs)
+	own := sortedCopy(j.cfg.PeerURLs)
 	var self *membership.Member
 	for _, m := range remote {
 		urls := sortedCopy(m.PeerURLs)
-		if !initialClusterHas(s.cfg.InitialCluster, urls) {
+		if !initialClusterHas(j.cfg.InitialCluster, urls) {
 			return nil, fmt.Errorf("error validating peerURLs: unmatched member while checking PeerURLs (%v is not in --initial-cluster)", m.PeerURLs)
 		}
 		if slices.Equal(urls, own) {
@@ -127,7 +135,7 @@ func (s *Server) matchLocalMember(remote []*membership.Member) (*membership.Memb
 		}
 	}
 	if self == nil {
-		return nil, fmt.Errorf("the cluster has no member with peer URLs %v; add it first (member add)", s.cfg.PeerURLs)
+		return nil, fmt.Errorf("the cluster has no member with peer URLs %v; add it first (member add)", j.cfg.PeerURLs)
 	}
 	return self, nil
 }

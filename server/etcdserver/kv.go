@@ -26,7 +26,7 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeR
 	}
 	metrics.MVCCRange.Inc()
 	check := func(ai auth.AuthInfo) error { return s.authStore.IsRangePermitted(ai, r.Key, r.RangeEnd) }
-	err = s.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
+	err = s.gate.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
 		if !s.rlockStores() {
 			return errs.ErrStopped
 		}
@@ -93,7 +93,7 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 // sender's permissions as it would in the apply step.
 func (s *Server) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	var out *pb.TxnResponse
-	err := s.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) error {
+	err := s.gate.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) error {
 		if !s.rlockStores() {
 			return errs.ErrStopped
 		}

@@ -61,11 +61,11 @@ type LearnerSettings struct {
 }
 
 // OwnLearnerSettings are this member's settings.
-func (s *Server) OwnLearnerSettings() LearnerSettings {
+func (a *MembershipAdmin) OwnLearnerSettings() LearnerSettings {
 	return LearnerSettings{
-		AutoPromote: !s.cfg.LearnerReadOnly && !s.cfg.LearnerNoAutoPromote,
-		ReadOnly:    s.cfg.LearnerReadOnly,
-		IsLearner:   s.IsLearner(),
+		AutoPromote: !a.rules.learnerReadOnly && !a.rules.learnerNoAutoPromote,
+		ReadOnly:    a.rules.learnerReadOnly,
+		IsLearner:   a.member.IsLearner(),
 	}
 }
 
@@ -99,14 +99,14 @@ func (c *Config) autoPromoteInterval() time.Duration {
 	return min(max(d/10, c.tickInterval()), time.Second)
 }
 
-func (s *Server) serveLearnerSettings(w http.ResponseWriter, r *http.Request) {
+func (a *MembershipAdmin) serveLearnerSettings(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(s.OwnLearnerSettings())
+	json.NewEncoder(w).Encode(a.OwnLearnerSettings())
 }
 
 // errNoLearnerSettings: the member does not serve learnerSettingsPath.
@@ -213,6 +213,13 @@ type learnerMember interface {
 	Alarms() []*pb.AlarmMember
 	MemberPromote(ctx context.Context, id uint64) ([]*membership.Member, error)
 	proposeConfChange(ctx context.Context, typ raftpb.ConfChangeType, m *membership.Member) ([]*membership.Member, error)
+}
+
+// stewardMember is a learnerMember made of the member's core (leadership,
+// members, connections, alarms) and its MembershipAdmin (the changes).
+type stewardMember struct {
+	*Server
+	*MembershipAdmin
 }
 
 // run looks after the learners every interval until stop.

@@ -62,14 +62,14 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 	if !s.cfg.autoPromoteEnabled() {
 		t.Fatal("--experimental-member-add-as-learner does not turn automatic promotion on")
 	}
-	m, _, err := s.MemberAdd(testCtx(t), []string{"http://127.0.0.1:1"}, false)
+	m, _, err := s.memberAdmin.MemberAdd(testCtx(t), []string{"http://127.0.0.1:1"}, false)
 	if err != nil {
 		t.Fatalf("MemberAdd: %v", err)
 	}
 	if !m.IsLearner {
 		t.Fatal("MemberAdd added a voter under --experimental-member-add-as-learner")
 	}
-	if got := s.findMember(m.ID); got == nil || !got.IsLearner {
+	if got := memberByID(s.members(), m.ID); got == nil || !got.IsLearner {
 		t.Fatalf("member list has %+v, want a learner", got)
 	}
 	mustPut(t, s, "after-add", "v")
@@ -85,7 +85,7 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 	}
 	mustPut(t, s, "after-ticks", "v")
 
-	if _, err := s.MemberRemove(testCtx(t), m.ID); err != nil {
+	if _, err := s.memberAdmin.MemberRemove(testCtx(t), m.ID); err != nil {
 		t.Fatalf("MemberRemove: %v", err)
 	}
 	mustPut(t, s, "after-remove", "v")
@@ -99,7 +99,7 @@ func TestMemberAddVoterByDefault(t *testing.T) {
 	if s.cfg.autoPromoteEnabled() {
 		t.Fatal("automatic promotion is on by default")
 	}
-	m, _, err := s.MemberAdd(testCtx(t), []string{"http://127.0.0.1:1"}, false)
+	m, _, err := s.memberAdmin.MemberAdd(testCtx(t), []string{"http://127.0.0.1:1"}, false)
 	if err != nil {
 		t.Fatalf("MemberAdd: %v", err)
 	}

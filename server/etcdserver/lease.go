@@ -2,12 +2,15 @@ package etcdserver
 
 import (
 	"context"
+	"net/http"
 	"sort"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/idutil"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/metrics"
@@ -28,26 +31,100 @@ import (
 // looks again at a lessor replaced by a snapshot install.
 const expiredLeaseCheckInterval = 500 * time.Millisecond
 
+// leaseMember is what LeaseService needs from the member it serves. The
+// lessor itself belongs to the member's stores (a snapshot install replaces
+// it), so the service asks for the current one each time.
+type leaseMember interface {
+	currentLessor() *lease.Lessor
+	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
+	// Leader is the leader's ID (0: none); leads reports this member leads.
+	Leader() uint64
+	leads() bool
+	leaderChanged() <-chan struct{}
+	memberPeerURLs(id uint64) []string
+	// linearizableReadNotify is a quorum round confirming leadership;
+	// waitCommittedApplied waits until everything committed is applied.
+	linearizableReadNotify(ctx context.Context) error
+	waitCommittedApplied(ctx context.Context) error
+	checkQuota(ctx context.Context, r proto.Message) error
+	Header() *pb.ResponseHeader
+	fillHeader(h **pb.ResponseHeader)
+}
+
+// leaseAuth is the member's authGate as LeaseService uses it.
+type leaseAuth interface {
+	RequireAuthInfo(ctx context.Context) error
+	// leaseKeysPermitted checks ctx's user may read (write: write) every
+	// key attached to leases.
+	leaseKeysPermitted(ctx context.Context, leases []*lease.Lease, write bool) error
+}
+
+// leaseTiming is the part of the member's configuration leases use.
+type leaseTiming struct {
+	request         time.Duration // --request-timeout's share (Config.requestTimeout)
+	electionTimeout time.Duration // a new primary extends every lease by this
+	minTTL          int64         // shortest TTL (seconds) a lease is granted
+	// checkpoint: propose remaining TTLs every checkpointInterval.
+	checkpoint         bool
+	checkpointInterval time.Duration
+	// fastKeepAlive: the leader renews a lease it knows without waiting
+	// for the applied index (Config.FastLeaseKeepAlive).
+	fastKeepAlive bool
+}
+
+// LeaseService serves etcd's Lease service on a member: it proposes grants,
+// revokes and checkpoints, keeps the lessor primary while the member leads,
+// revokes what the primary expires, and forwards keepalives and TimeToLive
+// from a follower to the leader over peer HTTP.
+type LeaseService struct {
+	member leaseMember
+	auth   leaseAuth
+	ids    *idutil.Generator // fresh lease IDs
+	peers  *http.Client      // to the leader's peer URLs
+	lg     *zap.Logger
+	stop   <-chan struct{}
+	timing leaseTiming
+
+	leaderURLs peerURLCache // where forwarded requests go
+}
+
+func (s *Server) newLeaseService() *LeaseService {
+	c := s.cfg
+	return &LeaseService{member: s, auth: s.gate, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+		timing: leaseTiming{
+			request:            c.requestTimeout(),
+			electionTimeout:    time.Duration(c.ElectionTicks) * c.tickInterval(),
+			minTTL:             lease.MinTTL(c.ElectionTicks, c.tickInterval()),
+			checkpoint:         c.LeaseCheckpoint,
+			checkpointInterval: c.LeaseCheckpointInterval,
+			fastKeepAlive:      c.FastLeaseKeepAlive,
+		}}
+}
+
+// peersChanged forgets the cached leader URLs: a conf change or snapshot
+// install may have changed them.
+func (l *LeaseService) peersChanged() { l.leaderURLs.invalidate() }
+
 // openLessor opens the lessor on a backend and re-attaches the live keys.
-func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, error) {
+func (l *LeaseService) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, error) {
 	var cp lease.Checkpointer
-	if s.cfg.LeaseCheckpoint {
-		cp = s.checkpointLeases
+	if l.timing.checkpoint {
+		cp = l.checkpointLeases
 	}
-	l, err := lease.NewLessor(lease.Config{
+	lessor, err := lease.NewLessor(lease.Config{
 		Backend:                    be,
 		NewTxn:                     func() lease.TxnDeleter { return kv.Write() },
-		MinLeaseTTL:                lease.MinTTL(s.cfg.ElectionTicks, s.cfg.tickInterval()),
+		MinLeaseTTL:                l.timing.minTTL,
 		Checkpointer:               cp,
-		CheckpointInterval:         s.cfg.LeaseCheckpointInterval,
-		ExpiredLeasesRetryInterval: s.cfg.requestTimeout(),
-		Logger:                     s.lg,
+		CheckpointInterval:         l.timing.checkpointInterval,
+		ExpiredLeasesRetryInterval: l.timing.request,
+		Logger:                     l.lg,
 	})
 	if err != nil {
 		return nil, err
 	}
-	l.RecoverAttachments(kv.TakeRestoredLeases())
-	return l, nil
+	lessor.RecoverAttachments(kv.TakeRestoredLeases())
+	return lessor, nil
 }
 
 // checkpointLeases is the lessor's Checkpointer: it proposes the remaining
@@ -55,166 +132,160 @@ func (s *Server) openLessor(be backend.Backend, kv *mvcc.Store) (*lease.Lessor, 
 // once this member has applied them, or the proposal failed. Checkpoints
 // need no permission; proposing as root keeps the token of a keepalive
 // (Lessor.Renew clears a checkpoint with the caller's context) out of it.
-func (s *Server) checkpointLeases(ctx context.Context, cps []*pb.LeaseCheckpoint) error {
-	_, err := s.proposeRequest(withRoot(ctx), &pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{Checkpoints: cps}})
+func (l *LeaseService) checkpointLeases(ctx context.Context, cps []*pb.LeaseCheckpoint) error {
+	_, err := l.member.proposeRequest(withRoot(ctx), &pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{Checkpoints: cps}})
 	return err
 }
 
-func (s *Server) currentLessor() *lease.Lessor {
-	s.storeMu.RLock()
-	defer s.storeMu.RUnlock()
-	return s.lessor
-}
-
-// leaseLeadershipLoop makes the lessor primary while this member leads.
+// leadershipLoop makes the lessor primary while this member leads.
 // A new leader extends every lease by an election timeout, as etcd does, so
 // leases are not expired for the time the cluster had no leader.
-func (s *Server) leaseLeadershipLoop() {
+func (l *LeaseService) leadershipLoop() {
 	primaryOf := (*lease.Lessor)(nil)
 	for {
-		changed := s.node.LeaderChanged()
-		l := s.currentLessor()
-		leading := s.Leader() == s.id
+		changed := l.member.leaderChanged()
+		lessor := l.member.currentLessor()
+		leading := l.member.leads()
 		switch {
-		case leading && (primaryOf != l || !l.IsPrimary()):
-			l.Promote(time.Duration(s.cfg.ElectionTicks) * s.cfg.tickInterval())
-			primaryOf = l
-		case !leading && l.IsPrimary():
-			l.Demote()
+		case leading && (primaryOf != lessor || !lessor.IsPrimary()):
+			lessor.Promote(l.timing.electionTimeout)
+			primaryOf = lessor
+		case !leading && lessor.IsPrimary():
+			lessor.Demote()
 			primaryOf = nil
 		}
 		select {
 		case <-changed:
 		case <-time.After(expiredLeaseCheckInterval): // a snapshot install may have replaced the lessor
-		case <-s.stopc:
+		case <-l.stop:
 			return
 		}
 	}
 }
 
-// revokeExpiredLeasesLoop proposes a revoke for every lease the primary
-// lessor reports expired.
-func (s *Server) revokeExpiredLeasesLoop() {
+// revokeExpiredLoop proposes a revoke for every lease the primary lessor
+// reports expired.
+func (l *LeaseService) revokeExpiredLoop() {
 	for {
 		select {
-		case leases := <-s.currentLessor().ExpiredLeasesC():
-			for _, l := range leases {
-				s.revokeExpired(l.ID())
+		case leases := <-l.member.currentLessor().ExpiredLeasesC():
+			for _, le := range leases {
+				l.revokeExpired(le.ID())
 			}
 		case <-time.After(expiredLeaseCheckInterval):
-		case <-s.stopc:
+		case <-l.stop:
 			return
 		}
 	}
 }
 
-func (s *Server) revokeExpired(id lease.LeaseID) {
-	ctx, cancel := context.WithTimeout(withRoot(context.Background()), s.cfg.requestTimeout())
+func (l *LeaseService) revokeExpired(id lease.LeaseID) {
+	ctx, cancel := context.WithTimeout(withRoot(context.Background()), l.timing.request)
 	defer cancel()
-	_, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: int64(id)}})
+	_, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: int64(id)}})
 	if err == nil {
 		metrics.LeaseExpired.Inc()
 	}
 	if err != nil && err != errs.ErrLeaseNotFound {
-		s.lg.Warn("failed to revoke expired lease", zap.Int64("lease-id", int64(id)), zap.Error(err))
+		l.lg.Warn("failed to revoke expired lease", zap.Int64("lease-id", int64(id)), zap.Error(err))
 	}
 }
 
 // LeaseGrant grants a lease; ID 0 picks a fresh positive ID.
-func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
-	if err := s.RequireAuthInfo(ctx); err != nil {
+func (l *LeaseService) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil {
 		return nil, err
 	}
 	for r.ID == 0 {
-		r.ID = int64(s.reqIDs.Next() & (1<<63 - 1))
+		r.ID = int64(l.ids.Next() & (1<<63 - 1))
 	}
-	if err := s.checkQuota(ctx, r); err != nil {
+	if err := l.member.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
+	resp, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.LeaseGrantResponse)
-	s.fillHeader(&out.Header)
+	l.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // LeaseRevoke revokes a lease and deletes its keys.
-func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
-	if err := s.RequireAuthInfo(ctx); err != nil {
+func (l *LeaseService) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
+	resp, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.LeaseRevokeResponse)
-	s.fillHeader(&out.Header)
+	l.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // LeaseRenew renews a lease on the leader (forwarding from a follower) and
 // returns its TTL; an unknown lease answers errs.ErrLeaseNotFound.
-func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
-	leases := []*lease.Lease{s.currentLessor().Lookup(lease.LeaseID(id))}
-	if err := s.checkLeaseKeys(ctx, leases, s.putCheck); err != nil {
+func (l *LeaseService) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	leases := []*lease.Lease{l.member.currentLessor().Lookup(lease.LeaseID(id))}
+	if err := l.auth.leaseKeysPermitted(ctx, leases, true); err != nil {
 		return -1, err
 	}
-	if s.Leader() == s.id {
+	if l.member.leads() {
 		// As etcd: a leader cut off from the quorum (stuck WAL, isolated,
 		// or already replaced) must not extend leases the new leader may
 		// be expiring; the client then moves to another member.
-		if !s.ensureLeadership(ctx) {
+		if !l.ensureLeadership(ctx) {
 			return -1, lease.ErrNotPrimary
 		}
 		// A lease granted through another member may be committed but not
 		// yet applied here; with FastLeaseKeepAlive off every renewal waits
 		// for the applied index, as etcd.
-		if !s.cfg.FastLeaseKeepAlive || s.currentLessor().Lookup(lease.LeaseID(id)) == nil {
-			if err := s.waitCommittedApplied(ctx); err != nil {
+		if !l.timing.fastKeepAlive || l.member.currentLessor().Lookup(lease.LeaseID(id)) == nil {
+			if err := l.member.waitCommittedApplied(ctx); err != nil {
 				return -1, err
 			}
 		}
-		ttl, err := s.currentLessor().Renew(ctx, lease.LeaseID(id))
+		ttl, err := l.member.currentLessor().Renew(ctx, lease.LeaseID(id))
 		if err != lease.ErrNotPrimary {
 			return ttl, err
 		}
 	}
-	return s.forwardKeepAlive(ctx, id)
+	return l.forwardKeepAlive(ctx, id)
 }
 
 // ensureLeadership confirms with a quorum round (ReadIndex) that this
 // member still leads.
-func (s *Server) ensureLeadership(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+func (l *LeaseService) ensureLeadership(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.timing.request)
 	defer cancel()
-	if err := s.linearizableReadNotify(ctx); err != nil {
+	if err := l.member.linearizableReadNotify(ctx); err != nil {
 		return false
 	}
-	return s.Leader() == s.id
+	return l.member.leads()
 }
 
 // LeaseTimeToLive reports a lease's remaining and granted TTL (and keys).
-func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
-	if err := s.checkTimeToLive(ctx, r); err != nil {
+func (l *LeaseService) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if err := l.checkTimeToLive(ctx, r); err != nil {
 		return nil, err
 	}
-	if s.Leader() != s.id {
-		return s.forwardTimeToLive(ctx, r)
+	if !l.member.leads() {
+		return l.forwardTimeToLive(ctx, r)
 	}
-	return s.localTimeToLive(r), nil
+	return l.localTimeToLive(r), nil
 }
 
-func (s *Server) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLiveResponse {
-	resp := &pb.LeaseTimeToLiveResponse{Header: s.Header(), ID: r.ID, TTL: -1}
-	l := s.currentLessor().Lookup(lease.LeaseID(r.ID))
-	if l == nil {
+func (l *LeaseService) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLiveResponse {
+	resp := &pb.LeaseTimeToLiveResponse{Header: l.member.Header(), ID: r.ID, TTL: -1}
+	le := l.member.currentLessor().Lookup(lease.LeaseID(r.ID))
+	if le == nil {
 		return resp
 	}
-	resp.TTL, resp.GrantedTTL = l.RemainingTTL(), l.TTL()
+	resp.TTL, resp.GrantedTTL = le.RemainingTTL(), le.TTL()
 	if r.Keys {
-		for _, k := range l.Keys() {
+		for _, k := range le.Keys() {
 			resp.Keys = append(resp.Keys, []byte(k))
 		}
 	}
@@ -222,26 +293,26 @@ func (s *Server) localTimeToLive(r *pb.LeaseTimeToLiveRequest) *pb.LeaseTimeToLi
 }
 
 // LeaseLeases lists the leases.
-func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
-	resp := &pb.LeaseLeasesResponse{Header: s.Header()}
-	leases := s.currentLessor().Leases()
-	if err := s.checkLeaseKeys(ctx, leases, s.rangeCheck); err != nil {
+func (l *LeaseService) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
+	resp := &pb.LeaseLeasesResponse{Header: l.member.Header()}
+	leases := l.member.currentLessor().Leases()
+	if err := l.auth.leaseKeysPermitted(ctx, leases, false); err != nil {
 		return nil, err
 	}
 	// etcd lists the leases that expire soonest first.
 	sort.SliceStable(leases, func(i, j int) bool { return leases[i].Remaining() < leases[j].Remaining() })
-	for _, l := range leases {
-		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: int64(l.ID())})
+	for _, le := range leases {
+		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: int64(le.ID())})
 	}
 	return resp, nil
 }
 
 // checkTimeToLive needs a user when auth is on and, when the keys are
 // asked for, read access to each of them (admins pass).
-func (s *Server) checkTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) error {
-	if err := s.RequireAuthInfo(ctx); err != nil || !r.Keys {
+func (l *LeaseService) checkTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) error {
+	if err := l.auth.RequireAuthInfo(ctx); err != nil || !r.Keys {
 		return err
 	}
-	leases := []*lease.Lease{s.currentLessor().Lookup(lease.LeaseID(r.ID))}
-	return s.checkLeaseKeys(ctx, leases, s.rangeCheck)
+	leases := []*lease.Lease{l.member.currentLessor().Lookup(lease.LeaseID(r.ID))}
+	return l.auth.leaseKeysPermitted(ctx, leases, false)
 }

@@ -23,7 +23,7 @@ const checkpointTestInterval = time.Second
 // grantLease grants a lease of ttl seconds with key attached.
 func grantLease(t *testing.T, s *Server, ttl int64, key string) lease.LeaseID {
 	t.Helper()
-	g, err := s.LeaseGrant(testCtx(t), &pb.LeaseGrantRequest{TTL: ttl})
+	g, err := s.leases.LeaseGrant(testCtx(t), &pb.LeaseGrantRequest{TTL: ttl})
 	if err != nil {
 		t.Fatalf("LeaseGrant: %v", err)
 	}
@@ -42,7 +42,7 @@ func checkpointedTTL(s *Server, id lease.LeaseID) int64 {
 
 func timeToLive(t *testing.T, s *Server, id lease.LeaseID) *pb.LeaseTimeToLiveResponse {
 	t.Helper()
-	resp, err := s.LeaseTimeToLive(testCtx(t), &pb.LeaseTimeToLiveRequest{ID: int64(id)})
+	resp, err := s.leases.LeaseTimeToLive(testCtx(t), &pb.LeaseTimeToLiveRequest{ID: int64(id)})
 	if err != nil {
 		t.Fatalf("LeaseTimeToLive: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestLeaseCheckpointClearedByKeepAlive(t *testing.T) {
 		ttl := checkpointedTTL(s, id)
 		return ttl > 0 && ttl < 30
 	})
-	ttl, err := s.LeaseRenew(testCtx(t), int64(id))
+	ttl, err := s.leases.LeaseRenew(testCtx(t), int64(id))
 	if err != nil || ttl != 30 {
 		t.Fatalf("LeaseRenew = %d, %v; want 30", ttl, err)
 	}

@@ -30,12 +30,12 @@ const (
 	leaseNotFoundText  = "lease not found"
 )
 
-func (s *Server) forwardKeepAlive(ctx context.Context, id int64) (int64, error) {
+func (l *LeaseService) forwardKeepAlive(ctx context.Context, id int64) (int64, error) {
 	body, err := proto.Marshal(&pb.LeaseKeepAliveRequest{ID: id})
 	if err != nil {
 		return 0, err
 	}
-	out, err := s.postToLeader(ctx, leasesPath, body)
+	out, err := l.postToLeader(ctx, leasesPath, body)
 	if err != nil {
 		return 0, err
 	}
@@ -46,14 +46,14 @@ func (s *Server) forwardKeepAlive(ctx context.Context, id int64) (int64, error) 
 	return resp.TTL, nil
 }
 
-func (s *Server) forwardTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+func (l *LeaseService) forwardTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
 	inner, err := proto.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.postToLeader(ctx, leasesInternalPath, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), inner))
+	out, err := l.postToLeader(ctx, leasesInternalPath, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), inner))
 	if errors.Is(err, errs.ErrLeaseNotFound) {
-		return &pb.LeaseTimeToLiveResponse{Header: s.Header(), ID: r.ID, TTL: -1}, nil
+		return &pb.LeaseTimeToLiveResponse{Header: l.member.Header(), ID: r.ID, TTL: -1}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -79,14 +79,14 @@ func field1(b []byte) []byte {
 }
 
 // postToLeader posts body to path on the leader's peer URLs.
-func (s *Server) postToLeader(ctx context.Context, path string, body []byte) ([]byte, error) {
-	urls := s.leaderURLs.get(s.Leader(), s.memberPeerURLs)
+func (l *LeaseService) postToLeader(ctx context.Context, path string, body []byte) ([]byte, error) {
+	urls := l.leaderURLs.get(l.member.Leader(), l.member.memberPeerURLs)
 	if len(urls) == 0 {
 		return nil, errs.ErrNoLeader
 	}
 	var lastErr error = errs.ErrNoLeader
 	for _, u := range urls {
-		out, err := postProtobuf(ctx, s.cfg.peerHTTP, u+path, body)
+		out, err := postProtobuf(ctx, l.peers, u+path, body)
 		if err == nil || errors.Is(err, errs.ErrLeaseNotFound) {
 			return out, err
 		}
@@ -123,25 +123,25 @@ func postProtobuf(ctx context.Context, hc *http.Client, url string, body []byte)
 }
 
 // serveLeaseRenew is the leader's side of forwardKeepAlive.
-func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
+func (l *LeaseService) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
 	req := &pb.LeaseKeepAliveRequest{}
 	if !readProtobuf(w, r, req) {
 		return
 	}
-	if s.Leader() != s.id {
+	if !l.member.leads() {
 		http.Error(w, errs.ErrNotLeader.Error(), http.StatusPreconditionFailed)
 		return
 	}
-	ttl, err := s.currentLessor().Renew(r.Context(), lease.LeaseID(req.ID))
+	ttl, err := l.member.currentLessor().Renew(r.Context(), lease.LeaseID(req.ID))
 	if err != nil {
 		writeLeaseError(w, err)
 		return
 	}
-	writeProtobuf(w, &pb.LeaseKeepAliveResponse{Header: s.Header(), ID: req.ID, TTL: ttl})
+	writeProtobuf(w, &pb.LeaseKeepAliveResponse{Header: l.member.Header(), ID: req.ID, TTL: ttl})
 }
 
 // serveLeaseInternal is the leader's side of forwardTimeToLive.
-func (s *Server) serveLeaseInternal(w http.ResponseWriter, r *http.Request) {
+func (l *LeaseService) serveLeaseInternal(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
@@ -156,11 +156,11 @@ func (s *Server) serveLeaseInternal(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
 		return
 	}
-	if s.Leader() != s.id {
+	if !l.member.leads() {
 		http.Error(w, errs.ErrNotLeader.Error(), http.StatusPreconditionFailed)
 		return
 	}
-	resp := s.localTimeToLive(req)
+	resp := l.localTimeToLive(req)
 	if resp.TTL == -1 {
 		http.Error(w, leaseNotFoundText, http.StatusNotFound)
 		return

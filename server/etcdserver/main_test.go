@@ -101,11 +101,11 @@ func readState(t *testing.T, s *Server) state {
 	if err != nil {
 		t.Fatalf("Range all: %v", err)
 	}
-	hkv, err := s.HashKV(ctx, 0)
+	hkv, err := s.maint.HashKV(ctx, 0)
 	if err != nil {
 		t.Fatalf("HashKV: %v", err)
 	}
-	h, err := s.Hash(ctx)
+	h, err := s.maint.Hash(ctx)
 	if err != nil {
 		t.Fatalf("Hash: %v", err)
 	}

@@ -6,43 +6,113 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/storage/backend"
+	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
 
 // serverVersion is the etcd version this member reports.
 const serverVersion = "3.7.1"
 
+// maintenanceMember is what Maintenance needs from the member it serves.
+// The stores belong to the member (a snapshot install replaces them), so
+// Maintenance reaches them only through these calls, each of which holds
+// the member's lock for as long as it runs.
+type maintenanceMember interface {
+	RaftStatus() (raft.Status, error)
+	Leader() uint64
+	leads() bool
+	IsLearner() bool
+	members() []*membership.Member
+	connectedSince(id uint64) time.Time
+	Header() *pb.ResponseHeader
+	fillHeader(h **pb.ResponseHeader)
+	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
+	// storeStatus reads Status's store fields under one store lock.
+	storeStatus() (storeStatus, bool)
+	// backend is the current backend; false once the member stopped.
+	backend() (backend.Backend, bool)
+	// withApplyLock runs f on the backend with no entry being applied and
+	// no commit running (applyMu).
+	withApplyLock(f func(be backend.Backend))
+	hashByRev(rev int64) (mvcc.KeyValueHash, int64, error)
+}
+
+// leadershipMover is the raft node's part in MoveLeader.
+type leadershipMover interface {
+	Started() bool
+	TransferLeadership(ctx context.Context, transferee uint64) error
+}
+
+// downgrades is the versionKeeper's part in Maintenance.
+type downgrades interface {
+	downgrade() downgradeInfo
+	Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error)
+}
+
+// storeStatus is what Status reports about the stores.
+type storeStatus struct {
+	dbSize, dbSizeInUse, quotaBytes int64
+	storageVersion                  string
+	alarms                          []*pb.AlarmMember
+	appliedIndex                    uint64
+}
+
+// Maintenance serves etcd's Maintenance service on a member (status,
+// hashes, defragmentation, snapshot, alarms, leader moves, downgrade) and
+// runs the automatic defragmentation (autodefrag.go).
+type Maintenance struct {
+	self     uint64
+	member   maintenanceMember
+	node     leadershipMover
+	versions downgrades
+	lg       *zap.Logger
+	stop     <-chan struct{}
+	tick     time.Duration // how often MoveLeader looks for the new leader
+	request  time.Duration // bound of the leader hand-over at stop
+	reclaim  reclaimPolicy
+}
+
+func (s *Server) newMaintenance() *Maintenance {
+	c := s.cfg
+	return &Maintenance{self: s.id, member: s, node: s.node, versions: s.versions, lg: s.lg, stop: s.stopc,
+		tick: c.tickInterval(), request: c.requestTimeout(),
+		reclaim: reclaimPolicy{freePercent: c.AutoDefragFreePercent, minFree: c.AutoDefragMinFreeBytes, interval: c.AutoDefragInterval}}
+}
+
 // Status reports the member's state as Maintenance.Status does.
-func (s *Server) Status(ctx context.Context) (*pb.StatusResponse, error) {
-	st, err := s.node.Status()
+func (m *Maintenance) Status(ctx context.Context) (*pb.StatusResponse, error) {
+	st, err := m.member.RaftStatus()
 	if err != nil {
 		return nil, errs.ErrStopped
 	}
-	hdr := s.Header()
-	downgrade := s.versions.downgrade()
-	if !s.rlockStores() {
+	hdr := m.member.Header()
+	downgrade := m.versions.downgrade()
+	ss, ok := m.member.storeStatus()
+	if !ok {
 		return nil, errs.ErrStopped
 	}
-	defer s.storeMu.RUnlock()
 	resp := &pb.StatusResponse{
 		Header:           hdr,
 		Version:          serverVersion,
-		DbSize:           s.be.Size(),
-		DbSizeInUse:      s.be.SizeInUse(),
+		DbSize:           ss.dbSize,
+		DbSizeInUse:      ss.dbSizeInUse,
 		Leader:           st.Lead,
 		RaftIndex:        st.GetCommit(),
 		RaftTerm:         st.GetTerm(),
-		RaftAppliedIndex: s.appliedIndex.Load(),
-		IsLearner:        s.IsLearner(),
-		DbSizeQuota:      s.applier.QuotaBytes(),
-		StorageVersion:   storageVersionOf(s.be),
+		RaftAppliedIndex: ss.appliedIndex,
+		IsLearner:        m.member.IsLearner(),
+		DbSizeQuota:      ss.quotaBytes,
+		StorageVersion:   ss.storageVersion,
 		// etcd always sends it, empty while no downgrade is in progress.
 		DowngradeInfo: &pb.DowngradeInfo{TargetVersion: downgrade.TargetVersion, Enabled: downgrade.Enabled},
 	}
-	for _, a := range s.applier.Alarms() {
+	for _, a := range ss.alarms {
 		resp.Errors = append(resp.Errors, a.String())
 	}
 	return resp, nil
@@ -59,11 +129,11 @@ func hashIgnores(bucket, key []byte) bool {
 }
 
 // Hash hashes the whole backend.
-func (s *Server) Hash(ctx context.Context) (*pb.HashResponse, error) {
-	hdr := s.Header()
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	h, err := s.be.Hash(hashIgnores)
+func (m *Maintenance) Hash(ctx context.Context) (*pb.HashResponse, error) {
+	hdr := m.member.Header()
+	var h uint32
+	var err error
+	m.member.withApplyLock(func(be backend.Backend) { h, err = be.Hash(hashIgnores) })
 	if err != nil {
 		return nil, err
 	}
@@ -71,16 +141,12 @@ func (s *Server) Hash(ctx context.Context) (*pb.HashResponse, error) {
 }
 
 // HashKV hashes the key space up to rev (0 = current).
-func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error) {
-	if !s.rlockStores() {
-		return nil, errs.ErrStopped
-	}
-	h, current, err := s.kv.HashByRev(rev)
-	s.storeMu.RUnlock()
+func (m *Maintenance) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error) {
+	h, current, err := m.member.hashByRev(rev)
 	if err != nil {
 		return nil, err
 	}
-	hdr := s.Header()
+	hdr := m.member.Header()
 	hdr.Revision = current
 	return &pb.HashKVResponse{Header: hdr, Hash: h.Hash, CompactRevision: h.CompactRevision, HashRevision: h.Revision}, nil
 }
@@ -89,63 +155,58 @@ func (s *Server) HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, err
 // snapshots go on while it copies, and wait only for its short final swap.
 // Holding applyMu is not needed: the backend's new file only ever holds
 // states the member committed (under applyMu), consistent index included.
-func (s *Server) Defragment(ctx context.Context) error {
-	be, ok := s.backend()
+func (m *Maintenance) Defragment(ctx context.Context) error {
+	be, ok := m.member.backend()
 	if !ok {
 		return errs.ErrStopped
 	}
 	return be.Defrag()
 }
 
-// backend returns the current backend; a snapshot install may replace it
-// later (and close this one, which ends a defrag running on it).
-func (s *Server) backend() (backend.Backend, bool) {
-	if !s.rlockStores() {
-		return nil, false
-	}
-	defer s.storeMu.RUnlock()
-	return s.be, true
-}
-
 // Snapshot returns a consistent copy of the backend.
-func (s *Server) Snapshot(ctx context.Context) (backend.Snapshot, error) {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	return s.be.Snapshot(), nil
+func (m *Maintenance) Snapshot(ctx context.Context) (backend.Snapshot, error) {
+	var snap backend.Snapshot
+	m.member.withApplyLock(func(be backend.Backend) { snap = be.Snapshot() })
+	return snap, nil
 }
 
 // Alarm proposes an alarm change (or read) through raft.
-func (s *Server) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: r})
+func (m *Maintenance) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	resp, err := m.member.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.AlarmResponse)
-	s.fillHeader(&out.Header)
+	m.member.fillHeader(&out.Header)
 	return out, nil
+}
+
+// Downgrade serves Maintenance.Downgrade (downgrade.go).
+func (m *Maintenance) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	return m.versions.Downgrade(ctx, r)
 }
 
 // MoveLeader hands leadership to another voting member and waits until it
 // has taken over.
-func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
-	if s.Leader() != s.id {
+func (m *Maintenance) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	if !m.member.leads() {
 		return nil, errs.ErrNotLeader
 	}
 	target := r.GetTargetID()
-	if !s.isVoter(target) {
+	if !m.isVoter(target) {
 		return nil, errs.ErrBadLeaderTransferee
 	}
-	if err := s.node.TransferLeadership(ctx, target); err != nil {
+	if err := m.node.TransferLeadership(ctx, target); err != nil {
 		return nil, errs.ErrTimeoutLeaderTransfer
 	}
-	tick := time.NewTicker(time.Duration(s.cfg.TickMs) * time.Millisecond)
+	tick := time.NewTicker(m.tick)
 	defer tick.Stop()
-	for s.Leader() != target {
+	for m.member.Leader() != target {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
 			return nil, errs.ErrTimeoutLeaderTransfer
-		case <-s.stopc:
+		case <-m.stop:
 			return nil, errs.ErrStopped
 		}
 	}
@@ -155,39 +216,39 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 // HandOverLeadership moves leadership to the voter that has been connected
 // longest before a leader stops, so the cluster does not wait out an
 // election timeout (as etcd does on a graceful stop).
-func (s *Server) HandOverLeadership() {
-	if !s.node.Started() || s.Leader() != s.id {
+func (m *Maintenance) HandOverLeadership() {
+	if !m.node.Started() || !m.member.leads() {
 		return
 	}
-	st, err := s.node.Status()
+	st, err := m.member.RaftStatus()
 	if err != nil {
 		return
 	}
 	var target uint64
 	var since time.Time
 	for id := range st.Config.Voters.IDs() {
-		if id == s.id {
+		if id == m.self {
 			continue
 		}
-		if t := s.transport.ActiveSince(id); !t.IsZero() && (target == 0 || t.Before(since)) {
+		if t := m.member.connectedSince(id); !t.IsZero() && (target == 0 || t.Before(since)) {
 			target, since = id, t
 		}
 	}
 	if target == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), m.request)
 	defer cancel()
-	s.lg.Info("leader is stopping; transferring leadership", zap.String("transferee", idHex(target)))
-	if _, err := s.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: target}); err != nil {
-		s.lg.Warn("leadership transfer failed", zap.String("transferee", idHex(target)), zap.Error(err))
+	m.lg.Info("leader is stopping; transferring leadership", zap.String("transferee", idHex(target)))
+	if _, err := m.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: target}); err != nil {
+		m.lg.Warn("leadership transfer failed", zap.String("transferee", idHex(target)), zap.Error(err))
 		return
 	}
-	s.lg.Info("leadership transferred", zap.String("transferee", idHex(target)))
+	m.lg.Info("leadership transferred", zap.String("transferee", idHex(target)))
 }
 
-func (s *Server) isVoter(id uint64) bool {
-	st, err := s.node.Status()
+func (m *Maintenance) isVoter(id uint64) bool {
+	st, err := m.member.RaftStatus()
 	if err != nil {
 		return false
 	}

@@ -61,11 +61,11 @@ func TestNoSpace(t *testing.T) {
 	if !hasNoSpace(s.Alarms(), s.ID()) {
 		t.Fatalf("Alarms() = %v, want NOSPACE for %x", s.Alarms(), s.ID())
 	}
-	got, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
+	got, err := s.maint.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
 	if err != nil || !hasNoSpace(got.GetAlarms(), s.ID()) {
 		t.Fatalf("Alarm GET = %v, %v", got, err)
 	}
-	st, err := s.Status(ctx)
+	st, err := s.maint.Status(ctx)
 	if err != nil || len(st.GetErrors()) == 0 {
 		t.Errorf("Status errors = %v, %v; want the alarm", st.GetErrors(), err)
 	}
@@ -81,7 +81,7 @@ func TestNoSpace(t *testing.T) {
 		t.Errorf("Range under NOSPACE: %v", err)
 	}
 
-	dis, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_DEACTIVATE, MemberID: s.ID(), Alarm: pb.AlarmType_NOSPACE})
+	dis, err := s.maint.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_DEACTIVATE, MemberID: s.ID(), Alarm: pb.AlarmType_NOSPACE})
 	if err != nil || !hasNoSpace(dis.GetAlarms(), s.ID()) {
 		t.Fatalf("Alarm DEACTIVATE = %v, %v", dis, err)
 	}
@@ -129,7 +129,7 @@ func TestCompact(t *testing.T) {
 			if err != nil || len(rr.GetKvs()) != 1 || rr.GetKvs()[0].GetModRevision() != tt.rev {
 				t.Errorf("Range at the compaction = %v, %v", rr.GetKvs(), err)
 			}
-			hkv, err := s.HashKV(ctx, 0)
+			hkv, err := s.maint.HashKV(ctx, 0)
 			if err != nil || hkv.GetCompactRevision() != tt.rev {
 				t.Errorf("HashKV compact revision = %d, %v; want %d", hkv.GetCompactRevision(), err, tt.rev)
 			}
@@ -145,7 +145,7 @@ func TestDefragmentKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := readState(t, s)
-	if err := s.Defragment(testCtx(t)); err != nil {
+	if err := s.maint.Defragment(testCtx(t)); err != nil {
 		t.Fatalf("Defragment: %v", err)
 	}
 	compareState(t, want, readState(t, s))
@@ -159,7 +159,7 @@ func TestDefragmentKeepsData(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	s := startServer(t, testConfig(t.TempDir()))
 	writeHistory(t, s, 20)
-	snap, err := s.Snapshot(testCtx(t))
+	snap, err := s.maint.Snapshot(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestMoveLeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.MoveLeader(testCtx(t), &pb.MoveLeaderRequest{TargetID: tt.target})
+			_, err := s.maint.MoveLeader(testCtx(t), &pb.MoveLeaderRequest{TargetID: tt.target})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("MoveLeader(%x) = %v, want %v", tt.target, err, tt.wantErr)
 			}

@@ -48,7 +48,7 @@ func (c *peerURLCache) get(id uint64, load func(uint64) []string) []string {
 
 // memberPeerURLs loads a member's peer URLs from the members bucket.
 func (s *Server) memberPeerURLs(id uint64) []string {
-	if m := s.findMember(id); m != nil {
+	if m := memberByID(s.members(), id); m != nil {
 		return m.PeerURLs
 	}
 	return nil

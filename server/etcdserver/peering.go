@@ -99,10 +99,10 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft/", raftHandler)
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.Handle(peerHashKVPath, hashKVHandler{clusterID: s.clusterID, hash: s.hashByRev, lg: s.lg})
-	mux.HandleFunc(promotePath, s.servePromote)
-	mux.HandleFunc(learnerSettingsPath, s.serveLearnerSettings)
-	mux.HandleFunc(leasesPath, s.serveLeaseRenew)
-	mux.HandleFunc(leasesInternalPath, s.serveLeaseInternal)
+	mux.HandleFunc(promotePath, s.memberAdmin.servePromote)
+	mux.HandleFunc(learnerSettingsPath, s.memberAdmin.serveLearnerSettings)
+	mux.HandleFunc(leasesPath, s.leases.serveLeaseRenew)
+	mux.HandleFunc(leasesInternalPath, s.leases.serveLeaseInternal)
 	mux.HandleFunc("/version", s.versions.serveVersion)
 	return mux
 }

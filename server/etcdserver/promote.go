@@ -23,14 +23,14 @@ const promotePath = "/members/promote/"
 var promoteErrors = []error{errs.ErrLearnerNotReady, errs.ErrMemberNotLearner, errs.ErrIDNotFound, errs.ErrNotLeader}
 
 // forwardPromote asks the leader, over the peer URLs, to promote id.
-func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]*membership.Member, error) {
-	leader := s.findMember(s.Leader())
+func (a *MembershipAdmin) forwardPromote(ctx context.Context, id uint64) ([]*membership.Member, error) {
+	leader := memberByID(a.member.members(), a.member.Leader())
 	if leader == nil {
 		return nil, errs.ErrNoLeader
 	}
 	var lastErr error = errs.ErrNoLeader
 	for _, u := range leader.PeerURLs {
-		members, err := postPromote(ctx, s.cfg.peerHTTP, u, id)
+		members, err := postPromote(ctx, a.peers, u, id)
 		if err == nil {
 			return members, nil
 		}
@@ -72,7 +72,7 @@ func postPromote(ctx context.Context, hc *http.Client, peerURL string, id uint64
 }
 
 // servePromote is the leader's side of forwardPromote.
-func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
+func (a *MembershipAdmin) servePromote(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -83,11 +83,11 @@ func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad member id", http.StatusBadRequest)
 		return
 	}
-	if s.Leader() != s.id {
+	if !a.member.leads() {
 		http.Error(w, errs.ErrNotLeader.Error(), http.StatusPreconditionFailed)
 		return
 	}
-	members, err := s.MemberPromote(r.Context(), id)
+	members, err := a.MemberPromote(r.Context(), id)
 	switch {
 	case errors.Is(err, errs.ErrIDNotFound):
 		http.Error(w, err.Error(), http.StatusNotFound)

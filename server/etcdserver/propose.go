@@ -8,10 +8,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/raftnode"
 )
@@ -40,7 +42,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 	}
 	id := s.reqIDs.Next()
 	r.Header = &pb.RequestHeader{ID: id}
-	if err := s.stampAuth(ctx, r); err != nil {
+	if err := s.gate.stampAuth(ctx, r); err != nil {
 		return nil, err
 	}
 	data, err := proto.Marshal(r)
@@ -194,4 +196,30 @@ func (s *Server) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) 
 		return nil, res.Err
 	}
 	return res.Resp, nil
+}
+
+// replicateConfChange proposes cc and waits until the apply loop has
+// applied it; the result is the member list after the change.
+func (s *Server) replicateConfChange(ctx context.Context, cc *raftpb.ConfChange) ([]*membership.Member, error) {
+	id := cc.GetId()
+	resultc := s.proposals.Register(id)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.node.ProposeConfChange(cctx, cc); err != nil {
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, err)
+	}
+	select {
+	case x := <-resultc:
+		switch r := x.(type) {
+		case []*membership.Member:
+			return r, nil
+		case error:
+			return nil, r
+		}
+		return nil, errs.ErrStopped
+	case <-cctx.Done():
+		s.proposals.Trigger(id, nil)
+		return nil, proposeError(cctx, cctx.Err())
+	}
 }

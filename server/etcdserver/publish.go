@@ -3,12 +3,14 @@ package etcdserver
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/membership"
 )
 
@@ -18,39 +20,63 @@ var keyClusterVersion = []byte("clusterVersion")
 // URLs through raft, i.e. once it can commit and apply: it then serves.
 func (s *Server) ReadyNotify() <-chan struct{} { return s.readyc }
 
-// publish proposes this member's attributes until one proposal is applied,
-// as etcd does at start; the cluster version is the version monitor's.
-func (s *Server) publish() {
-	attrs := &membershippb.ClusterMemberAttrSetRequest{
-		Member_ID:        s.id,
-		MemberAttributes: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
-	}
+// publishMember is what publisher needs from the member.
+type publishMember interface {
+	Leader() uint64
+	leaderChanged() <-chan struct{}
+	propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error)
+	members() []*membership.Member
+}
+
+// publisher proposes this member's attributes (name, client URLs) until
+// one proposal is applied, as etcd does at start, then closes ready; the
+// cluster version is the version monitor's.
+type publisher struct {
+	self   uint64
+	attrs  *membershippb.Attributes
+	member publishMember
+	// snapshots counts the snapshots from the leader installed so far.
+	snapshots *atomic.Uint64
+	timeout   time.Duration // of one proposal
+	lg        *zap.Logger
+	ready     chan<- struct{}
+	stop      <-chan struct{}
+}
+
+func (s *Server) newPublisher() *publisher {
+	return &publisher{self: s.id, attrs: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
+		member: s, snapshots: &s.snapshotsInstalled, timeout: s.cfg.requestTimeout(), lg: s.lg, ready: s.readyc, stop: s.stopc}
+}
+
+// run publishes until it succeeds or stop.
+func (p *publisher) run() {
+	attrs := &membershippb.ClusterMemberAttrSetRequest{Member_ID: p.self, MemberAttributes: p.attrs}
 	for {
 		// Take the change channel before looking, so an election between the
 		// two cannot be missed.
-		changed := s.node.LeaderChanged()
-		if s.Leader() == 0 {
+		changed := p.member.leaderChanged()
+		if p.member.Leader() == 0 {
 			// Without a leader raft drops proposals; wait for one.
 			select {
 			case <-changed:
-			case <-s.stopc:
+			case <-p.stop:
 				return
 			}
 			continue
 		}
-		err := s.proposeAttributes(attrs)
+		err := p.proposeAttributes(attrs)
 		if err == nil {
 			break
 		}
-		s.lg.Warn("failed to publish local member to cluster through raft", zap.Error(err))
+		p.lg.Warn("failed to publish local member to cluster through raft", zap.Error(err))
 		select {
 		case <-time.After(500 * time.Millisecond):
-		case <-s.stopc:
+		case <-p.stop:
 			return
 		}
 	}
-	s.lg.Info("published local member to cluster through raft", zap.String("local-member-id", idHex(s.id)))
-	close(s.readyc)
+	p.lg.Info("published local member to cluster through raft", zap.String("local-member-id", idHex(p.self)))
+	close(p.ready)
 }
 
 // publishPollInterval is how often publish looks whether a snapshot from
@@ -63,13 +89,13 @@ const publishPollInterval = 100 * time.Millisecond
 // never applied here and nothing answers the proposal. So once a snapshot
 // has been installed and the applied membership shows attrs, the
 // attributes count as published without waiting for the timeout.
-func (s *Server) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetRequest) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+func (p *publisher) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetRequest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	installed := s.snapshotsInstalled.Load()
+	installed := p.snapshots.Load()
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: attrs})
+		_, err := p.member.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: attrs})
 		done <- err
 	}()
 	tick := time.NewTicker(publishPollInterval)
@@ -79,7 +105,7 @@ func (s *Server) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetReque
 		case err := <-done:
 			return err
 		case <-tick.C:
-			if s.snapshotsInstalled.Load() != installed && s.attributesApplied(attrs) {
+			if p.snapshots.Load() != installed && p.attributesApplied(attrs) {
 				return nil
 			}
 		}
@@ -88,8 +114,8 @@ func (s *Server) proposeAttributes(attrs *membershippb.ClusterMemberAttrSetReque
 
 // attributesApplied reports whether the applied membership lists this
 // member with attrs.
-func (s *Server) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRequest) bool {
-	m := s.findMember(s.id)
+func (p *publisher) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRequest) bool {
+	m := memberByID(p.member.members(), p.self)
 	return m != nil && m.Name == attrs.GetMemberAttributes().GetName() &&
 		slices.Equal(m.ClientURLs, attrs.GetMemberAttributes().GetClientUrls())
 }

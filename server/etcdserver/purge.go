@@ -11,26 +11,37 @@ import (
 // purgeInterval is how often old WAL and snap files are looked for (etcd's).
 const purgeInterval = 30 * time.Second
 
-// purgeLoop keeps at most --max-snapshots .snap files and --max-wals .wal
+// filePurger keeps at most --max-snapshots .snap files and --max-wals .wal
 // files; WAL files still locked (not yet covered by a snapshot) stay.
-func (s *Server) purgeLoop() {
+type filePurger struct {
+	snapDir, walDir   string
+	maxSnaps, maxWALs uint
+	lg                *zap.Logger
+}
+
+func (c *Config) filePurger(lg *zap.Logger) filePurger {
+	return filePurger{snapDir: c.snapDir(), walDir: c.walDir(), maxSnaps: c.MaxSnapFiles, maxWALs: c.MaxWALFiles, lg: lg}
+}
+
+// run purges every purgeInterval until stop.
+func (p filePurger) run(stop <-chan struct{}) {
 	t := time.NewTicker(purgeInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			s.purgeOnce()
-		case <-s.stopc:
+			p.purgeOnce()
+		case <-stop:
 			return
 		}
 	}
 }
 
-func (s *Server) purgeOnce() {
-	if _, err := fileutil.PurgeOnce(s.lg, s.cfg.snapDir(), ".snap", s.cfg.MaxSnapFiles); err != nil {
-		s.lg.Warn("failed to purge snap files", zap.Error(err))
+func (p filePurger) purgeOnce() {
+	if _, err := fileutil.PurgeOnce(p.lg, p.snapDir, ".snap", p.maxSnaps); err != nil {
+		p.lg.Warn("failed to purge snap files", zap.Error(err))
 	}
-	if _, err := fileutil.PurgeOnce(s.lg, s.cfg.walDir(), ".wal", s.cfg.MaxWALFiles); err != nil {
-		s.lg.Warn("failed to purge wal files", zap.Error(err))
+	if _, err := fileutil.PurgeOnce(p.lg, p.walDir, ".wal", p.maxWALs); err != nil {
+		p.lg.Warn("failed to purge wal files", zap.Error(err))
 	}
 }

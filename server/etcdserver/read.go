@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/idutil"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/metrics"
 )
@@ -29,27 +31,53 @@ func (r *readRound) finish(err error) {
 	close(r.done)
 }
 
+// readIndexer is the raft node's part in the read barrier
+// (*raftnode.Node).
+type readIndexer interface {
+	ReadIndex(ctx context.Context, rctx []byte) error
+	ReadStates() <-chan raft.ReadState
+	LeaderChanged() <-chan struct{}
+}
+
+// appliedWaiter wakes a waiter once the member has applied an index
+// (*wait.Index).
+type appliedWaiter interface {
+	Wait(index uint64) <-chan struct{}
+}
+
 // readBarrier batches linearizable reads: all reads that arrive while a
-// round is in flight share the next round.
+// round is in flight share the next round. Its loop (run) asks raft for a
+// read index per round and waits until the member has applied it.
 type readBarrier struct {
 	mu    sync.RWMutex
 	next  *readRound
 	wakec chan struct{}
+
+	node    readIndexer
+	applied appliedWaiter
+	ids     *idutil.Generator // ReadIndex request contexts
+	timeout time.Duration     // gives up a round (Config.requestTimeout)
+	lg      *zap.Logger
+	stop    <-chan struct{}
 }
 
-func (b *readBarrier) init() {
-	b.next = newReadRound()
-	b.wakec = make(chan struct{}, 1)
+func (s *Server) newReadBarrier() *readBarrier {
+	return &readBarrier{next: newReadRound(), wakec: make(chan struct{}, 1),
+		node: s.node, applied: s.appliedWait, ids: s.reqIDs, timeout: s.cfg.requestTimeout(), lg: s.lg, stop: s.stopc}
 }
 
 // linearizableReadNotify returns once the member has applied everything
 // that was committed when the read arrived.
-func (s *Server) linearizableReadNotify(ctx context.Context) error {
-	s.reads.mu.RLock()
-	round := s.reads.next
-	s.reads.mu.RUnlock()
+func (s *Server) linearizableReadNotify(ctx context.Context) error { return s.reads.wait(ctx) }
+
+// wait returns once the member has applied everything that was committed
+// when it was called.
+func (b *readBarrier) wait(ctx context.Context) error {
+	b.mu.RLock()
+	round := b.next
+	b.mu.RUnlock()
 	select {
-	case s.reads.wakec <- struct{}{}:
+	case b.wakec <- struct{}{}:
 	default:
 	}
 	// No case on stopc (every reader would contend on it): the read loop
@@ -63,47 +91,48 @@ func (s *Server) linearizableReadNotify(ctx context.Context) error {
 }
 
 // stopReads fails the pending round and every later one with ErrStopped.
-func (s *Server) stopReads() {
+func (b *readBarrier) stopReads() {
 	stopped := newReadRound()
 	stopped.finish(errs.ErrStopped)
-	s.reads.mu.Lock()
-	pending := s.reads.next
-	s.reads.next = stopped
-	s.reads.mu.Unlock()
+	b.mu.Lock()
+	pending := b.next
+	b.next = stopped
+	b.mu.Unlock()
 	pending.finish(errs.ErrStopped)
 }
 
-func (s *Server) readLoop() {
-	defer s.stopReads()
+// run serves rounds until stop.
+func (b *readBarrier) run() {
+	defer b.stopReads()
 	// One pair of timers serves every round (Reset discards a stale tick
 	// since Go 1.23), instead of two new ones per round.
-	t := readTimers{retry: time.NewTimer(readRetryInterval), deadline: time.NewTimer(s.cfg.requestTimeout())}
+	t := readTimers{retry: time.NewTimer(readRetryInterval), deadline: time.NewTimer(b.timeout)}
 	defer t.stop()
 	t.stop()
 	for {
-		leaderChanged := s.node.LeaderChanged()
+		leaderChanged := b.node.LeaderChanged()
 		select {
-		case <-s.reads.wakec:
+		case <-b.wakec:
 		case <-leaderChanged:
 			continue
-		case <-s.stopc:
+		case <-b.stop:
 			return
 		}
-		s.reads.mu.Lock()
-		round := s.reads.next
-		s.reads.next = newReadRound()
-		s.reads.mu.Unlock()
+		b.mu.Lock()
+		round := b.next
+		b.next = newReadRound()
+		b.mu.Unlock()
 
-		index, err := s.confirmReadIndex(leaderChanged, t)
+		index, err := b.confirmReadIndex(leaderChanged, t)
 		if err != nil {
 			metrics.ReadIndexFailed.Inc()
 			round.finish(err)
 			continue
 		}
 		select {
-		case <-s.appliedWait.Wait(index):
+		case <-b.applied.Wait(index):
 			round.finish(nil)
-		case <-s.stopc:
+		case <-b.stop:
 			round.finish(errs.ErrStopped)
 			return
 		}
@@ -123,19 +152,19 @@ func (t readTimers) stop() {
 
 // confirmReadIndex runs one ReadIndex round and returns the commit index the
 // leader confirmed. It leaves t stopped.
-func (s *Server) confirmReadIndex(leaderChanged <-chan struct{}, t readTimers) (uint64, error) {
-	id := s.reqIDs.Next()
+func (b *readBarrier) confirmReadIndex(leaderChanged <-chan struct{}, t readTimers) (uint64, error) {
+	id := b.ids.Next()
 	rctx := make([]byte, 8)
 	binary.BigEndian.PutUint64(rctx, id)
-	if err := s.requestReadIndex(rctx); err != nil {
+	if err := b.requestReadIndex(rctx); err != nil {
 		return 0, err
 	}
 	t.retry.Reset(readRetryInterval)
-	t.deadline.Reset(s.cfg.requestTimeout())
+	t.deadline.Reset(b.timeout)
 	defer t.stop()
 	for {
 		select {
-		case rs := <-s.node.ReadStates():
+		case rs := <-b.node.ReadStates():
 			if len(rs.RequestCtx) == 8 && binary.BigEndian.Uint64(rs.RequestCtx) == id {
 				return rs.Index, nil
 			}
@@ -144,28 +173,44 @@ func (s *Server) confirmReadIndex(leaderChanged <-chan struct{}, t readTimers) (
 			return 0, errs.ErrLeaderChanged
 		case <-t.retry.C:
 			metrics.SlowReadIndexes.Inc()
-			s.lg.Warn("waiting for ReadIndex response took too long, retrying", zap.Uint64("request-id", id))
-			if err := s.requestReadIndex(rctx); err != nil {
+			b.lg.Warn("waiting for ReadIndex response took too long, retrying", zap.Uint64("request-id", id))
+			if err := b.requestReadIndex(rctx); err != nil {
 				return 0, err
 			}
 			t.retry.Reset(readRetryInterval)
 		case <-t.deadline.C:
 			metrics.SlowReadIndexes.Inc()
 			return 0, errs.ErrTimeout
-		case <-s.stopc:
+		case <-b.stop:
 			return 0, errs.ErrStopped
 		}
 	}
 }
 
-func (s *Server) requestReadIndex(rctx []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+func (b *readBarrier) requestReadIndex(rctx []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	if err := s.node.ReadIndex(ctx, rctx); err != nil {
+	if err := b.node.ReadIndex(ctx, rctx); err != nil {
 		if ctx.Err() != nil {
 			return errs.ErrTimeout
 		}
 		return err
 	}
 	return nil
+}
+
+// waitCommittedApplied waits until every entry committed now is applied.
+func (s *Server) waitCommittedApplied(ctx context.Context) error {
+	st, err := s.node.Status()
+	if err != nil {
+		return errs.ErrStopped
+	}
+	select {
+	case <-s.appliedWait.Wait(st.GetCommit()):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopc:
+		return errs.ErrStopped
+	}
 }

@@ -49,13 +49,15 @@ type Server struct {
 	applier      *apply.Applier
 	authStore    *auth.Store // lives across stores; Recover hands it a new backend
 	authAdmin    *AuthAdmin  // the Auth service, over authStore
+	gate         *authGate   // who sent a request and what it may do, over authStore
 	versions     *versionKeeper
-	watches      watchStreams // the open watch streams of kv
+	leases       *LeaseService    // the Lease service, over lessor
+	memberAdmin  *MembershipAdmin // the Cluster service
+	maint        *Maintenance     // the Maintenance service
+	watches      watchStreams     // the open watch streams of kv
 	storage      *raftStorage
 	node         *raftnode.Node
 	transport    *peer.Transport
-
-	leaderURLs peerURLCache // where forwarded keepalives go
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
@@ -84,7 +86,7 @@ type Server struct {
 	snapshotsInstalled atomic.Uint64
 	isLearner          atomic.Bool // this member is a learner in the current configuration
 
-	reads readBarrier
+	reads *readBarrier
 
 	corruption    *corruptionChecker   // the corruption checks (corrupt.go)
 	autoCompactor *compactor.Compactor // nil: auto compaction is off
@@ -103,7 +105,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
-	b, err := s.bootstrapRaft()
+	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		return nil, err
 	}
@@ -111,16 +113,18 @@ func New(cfg *Config) (*Server, error) {
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	s.versions = &versionKeeper{self: b.id, member: s, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
+	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
+	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
+	s.leases = s.newLeaseService()                 // before the stores: it opens the lessor
+	s.memberAdmin = s.newMembershipAdmin()
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
-	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.proposals = wait.NewRegistry()
 	s.localReqs = newLocalRequests()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
-	s.reads.init()
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
 		self: b.id, clusterID: b.clusterID, members: s.members, http: c.peerHTTP,
 		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
@@ -138,6 +142,8 @@ func New(cfg *Config) (*Server, error) {
 		ID: b.id, Logger: s.lg, RawNode: b.node, MemStorage: b.memStorage,
 		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
+	s.maint = s.newMaintenance()
+	s.reads = s.newReadBarrier()
 	s.connectPeers(append(b.peers, s.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
@@ -200,7 +206,7 @@ func (s *Server) openBackendStores() error {
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
 		CommitRound:             s.commitCompactionRound,
 	})
-	lessor, err := s.openLessor(be, kv)
+	lessor, err := s.leases.openLessor(be, kv)
 	if err != nil {
 		kv.Close()
 		be.Close()
@@ -236,14 +242,14 @@ func (s *Server) Start() {
 	s.node.Start()
 	s.goAttach(s.applyLoop)
 	s.goAttach(s.commitLoop)
-	s.goAttach(s.readLoop)
-	s.goAttach(s.purgeLoop)
+	s.goAttach(s.reads.run)
+	s.goAttach(func() { s.cfg.filePurger(s.lg).run(s.stopc) })
 	s.goAttach(s.watchRaftErrors)
-	s.goAttach(s.publish)
+	s.goAttach(s.newPublisher().run)
 	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
 	s.goAttach(s.versions.monitorDowngrade)
-	s.goAttach(s.leaseLeadershipLoop)
-	s.goAttach(s.revokeExpiredLeasesLoop)
+	s.goAttach(s.leases.leadershipLoop)
+	s.goAttach(s.leases.revokeExpiredLoop)
 	if s.cfg.learnerLoopEnabled() {
 		s.goAttach(s.newLearnerSteward().run)
 	}
@@ -251,8 +257,8 @@ func (s *Server) Start() {
 	if s.cfg.CompactHashCheck {
 		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
 	}
-	s.goAttach(s.autoCompactLoop)
-	s.goAttach(s.autoDefragLoop)
+	s.goAttach(func() { runWhileLeading(s.autoCompactor, s, s.stopc) })
+	s.goAttach(s.maint.autoDefragLoop)
 	if singleVoter {
 		s.goAttach(s.campaignWhenApplied)
 	}
@@ -310,7 +316,7 @@ func (s *Server) watchRaftErrors() {
 // Stop stops every loop, commits the backend and closes the files.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		s.HandOverLeadership()
+		s.maint.HandOverLeadership()
 		close(s.stopc)
 		s.wg.Wait()
 		s.proposals.TriggerAll(nil)
@@ -369,6 +375,43 @@ func (s *Server) rlockStores() bool {
 	return true
 }
 
+// currentLessor is the lessor of the current stores.
+func (s *Server) currentLessor() *lease.Lessor {
+	s.storeMu.RLock()
+	defer s.storeMu.RUnlock()
+	return s.lessor
+}
+
+// backend returns the current backend; a snapshot install may replace it
+// later (and close this one, which ends a defrag running on it).
+func (s *Server) backend() (backend.Backend, bool) {
+	if !s.rlockStores() {
+		return nil, false
+	}
+	defer s.storeMu.RUnlock()
+	return s.be, true
+}
+
+// storeStatus reads what Status reports of the stores, all under one lock.
+func (s *Server) storeStatus() (storeStatus, bool) {
+	if !s.rlockStores() {
+		return storeStatus{}, false
+	}
+	defer s.storeMu.RUnlock()
+	return storeStatus{
+		dbSize: s.be.Size(), dbSizeInUse: s.be.SizeInUse(), quotaBytes: s.applier.QuotaBytes(),
+		storageVersion: storageVersionOf(s.be), alarms: s.applier.Alarms(), appliedIndex: s.appliedIndex.Load(),
+	}, true
+}
+
+// withApplyLock runs f on the backend while no entry is applied and no
+// commit runs.
+func (s *Server) withApplyLock(f func(be backend.Backend)) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	f(s.be)
+}
+
 // withStores runs read on the backend while the stores are held against a
 // snapshot install; false when they are closed.
 func (s *Server) withStores(read func(be backend.Backend)) bool {
@@ -385,10 +428,19 @@ func (s *Server) withStores(read func(be backend.Backend)) bool {
 func (s *Server) connectedSince(id uint64) time.Time { return s.transport.ActiveSince(id) }
 
 func (s *Server) newLearnerSteward() *learnerSteward {
-	return &learnerSteward{self: s.id, member: s, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
+	return &learnerSteward{self: s.id, member: stewardMember{s, s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
 			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
+
+// Maintenance serves the Maintenance service.
+func (s *Server) Maintenance() *Maintenance { return s.maint }
+
+// MembershipAdmin serves the Cluster service.
+func (s *Server) MembershipAdmin() *MembershipAdmin { return s.memberAdmin }
+
+// LeaseService serves the Lease service.
+func (s *Server) LeaseService() *LeaseService { return s.leases }
 
 // leads reports whether this member is the raft leader now.
 func (s *Server) leads() bool { return s.Leader() == s.id }
@@ -402,11 +454,6 @@ func (s *Server) ClusterVersion() string { return s.versions.clusterVersion() }
 // StorageVersion is the backend's storage version as "X.Y.0", or "" while
 // it has none.
 func (s *Server) StorageVersion() string { return s.versions.storageVersion() }
-
-// Downgrade serves Maintenance.Downgrade.
-func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
-	return s.versions.Downgrade(ctx, r)
-}
 
 // currentRev is the store's revision.
 func (s *Server) currentRev() int64 {

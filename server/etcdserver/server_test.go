@@ -95,7 +95,7 @@ func TestStatus(t *testing.T) {
 			cfg.QuotaBackendBytes = tt.quota
 			s := startServer(t, cfg)
 			mustPut(t, s, "a", "1")
-			st, err := s.Status(testCtx(t))
+			st, err := s.maint.Status(testCtx(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,14 +344,14 @@ func TestLeaseRenewOnLeader(t *testing.T) {
 		cfg := testConfig(t.TempDir())
 		cfg.FastLeaseKeepAlive = fast
 		s := startServer(t, cfg)
-		g, err := s.LeaseGrant(testCtx(t), &pb.LeaseGrantRequest{TTL: 30})
+		g, err := s.leases.LeaseGrant(testCtx(t), &pb.LeaseGrantRequest{TTL: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl, err := s.LeaseRenew(testCtx(t), g.ID); err != nil || ttl != 30 {
+		if ttl, err := s.leases.LeaseRenew(testCtx(t), g.ID); err != nil || ttl != 30 {
 			t.Fatalf("fast=%v: renew = %d, %v; want 30", fast, ttl, err)
 		}
-		if _, err := s.LeaseRenew(testCtx(t), g.ID+1); !errors.Is(err, errs.ErrLeaseNotFound) {
+		if _, err := s.leases.LeaseRenew(testCtx(t), g.ID+1); !errors.Is(err, errs.ErrLeaseNotFound) {
 			t.Fatalf("fast=%v: renew of an unknown lease: %v, want lease not found", fast, err)
 		}
 		s.Stop()

@@ -57,7 +57,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	if err == nil {
 		err = s.openBackendStores()
 	}
-	s.leaderURLs.invalidate() // the snapshot's members bucket replaced ours
+	s.leases.peersChanged() // the snapshot's members bucket replaced ours
 	s.storeMu.Unlock()
 	s.applyMu.Unlock()
 	if err != nil {

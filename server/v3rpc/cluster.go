@@ -9,8 +9,8 @@ import (
 	"github.com/cairnkv/cairn/server/membership"
 )
 
-// ClusterServer is what the Cluster service needs from a member. A member
-// that implements it (server/etcdserver does) gets the service registered.
+// ClusterServer is what the Cluster service needs from a member
+// (etcdserver.MembershipAdmin); Config.Cluster gets the service registered.
 type ClusterServer interface {
 	MemberList(ctx context.Context, linearizable bool) ([]*membership.Member, error)
 	MemberAdd(ctx context.Context, peerURLs []string, isLearner bool) (*membership.Member, []*membership.Member, error)

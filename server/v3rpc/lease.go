@@ -11,8 +11,8 @@ import (
 	"github.com/cairnkv/cairn/server/errs"
 )
 
-// LeaseServer is what the Lease service needs from a member. A member that
-// implements it (server/etcdserver does) gets the service registered.
+// LeaseServer is what the Lease service needs from a member
+// (etcdserver.LeaseService); Config.Lease gets the service registered.
 type LeaseServer interface {
 	LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error)
 	LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error)

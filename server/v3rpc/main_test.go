@@ -28,6 +28,9 @@ func serveFake(t *testing.T, f *fakeServer, cfg Config) *testClients {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Maintenance == nil {
+		cfg.Maintenance = f
+	}
 	gs := NewServer(f, cfg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()

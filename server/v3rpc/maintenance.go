@@ -10,27 +10,43 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
 // snapshotChunkBytes is the blob size of one Snapshot message: several OS
 // pages, as bbolt writes them.
 const snapshotChunkBytes = 32 * 1024
 
+// MaintenanceServer is what the Maintenance service needs from a member
+// (etcdserver.Maintenance); Config.Maintenance gets the service registered.
+type MaintenanceServer interface {
+	Status(ctx context.Context) (*pb.StatusResponse, error)
+	Hash(ctx context.Context) (*pb.HashResponse, error)
+	HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error)
+	Defragment(ctx context.Context) error
+	Snapshot(ctx context.Context) (backend.Snapshot, error)
+	Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error)
+	MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error)
+}
+
 // maintenanceServer serves etcd's Maintenance service. Downgrade is served
-// when the Server implements it (downgrader), else Unimplemented.
+// when the MaintenanceServer implements it (downgrader), else
+// Unimplemented.
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
-	s      Server
+	s      Server // for headers
+	m      MaintenanceServer
 	lg     *zap.Logger
 	health *healthNotifier
 }
 
-func newMaintenanceServer(s Server, lg *zap.Logger, hn *healthNotifier) *maintenanceServer {
-	return &maintenanceServer{s: s, lg: lg, health: hn}
+func newMaintenanceServer(s Server, m MaintenanceServer, lg *zap.Logger, hn *healthNotifier) *maintenanceServer {
+	return &maintenanceServer{s: s, m: m, lg: lg, health: hn}
 }
 
 func (ms *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
-	resp, err := ms.s.Alarm(ctx, r)
+	resp, err := ms.m.Alarm(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +55,7 @@ func (ms *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb
 }
 
 func (ms *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
-	resp, err := ms.s.Status(ctx)
+	resp, err := ms.m.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +67,7 @@ func (ms *maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentReq
 	ms.lg.Info("starting defragment")
 	ms.health.defragStarted()
 	defer ms.health.defragFinished()
-	if err := ms.s.Defragment(ctx); err != nil {
+	if err := ms.m.Defragment(ctx); err != nil {
 		ms.lg.Warn("failed to defragment", zap.Error(err))
 		return nil, err
 	}
@@ -61,7 +77,7 @@ func (ms *maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentReq
 }
 
 func (ms *maintenanceServer) Hash(ctx context.Context, _ *pb.HashRequest) (*pb.HashResponse, error) {
-	resp, err := ms.s.Hash(ctx)
+	resp, err := ms.m.Hash(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +86,7 @@ func (ms *maintenanceServer) Hash(ctx context.Context, _ *pb.HashRequest) (*pb.H
 }
 
 func (ms *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
-	resp, err := ms.s.HashKV(ctx, r.Revision)
+	resp, err := ms.m.HashKV(ctx, r.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +96,7 @@ func (ms *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*
 
 func (ms *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
 	// etcd answers MoveLeader without a header.
-	return ms.s.MoveLeader(ctx, r)
+	return ms.m.MoveLeader(ctx, r)
 }
 
 // Snapshot streams a point-in-time copy of the db in chunks, each with the
@@ -90,7 +106,7 @@ func (ms *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderReq
 func (ms *maintenanceServer) Snapshot(_ *pb.SnapshotRequest, stream grpc.ServerStreamingServer[pb.SnapshotResponse]) error {
 	ctx := stream.Context()
 	storageVersion := ms.storageVersion(ctx)
-	snap, err := ms.s.Snapshot(ctx)
+	snap, err := ms.m.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,7 +168,7 @@ func sendSnapshotChunks(r io.Reader, total int64, version string, digest io.Writ
 // storageVersion is the db's storage version as Status reports it, or ""
 // when the member cannot say.
 func (ms *maintenanceServer) storageVersion(ctx context.Context) string {
-	st, err := ms.s.Status(ctx)
+	st, err := ms.m.Status(ctx)
 	if err != nil || st == nil {
 		return ""
 	}
@@ -166,7 +182,7 @@ type downgrader interface {
 
 // Downgrade validates, enables or cancels a cluster downgrade.
 func (ms *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
-	d, ok := ms.s.(downgrader)
+	d, ok := ms.m.(downgrader)
 	if !ok {
 		return ms.UnimplementedMaintenanceServer.Downgrade(ctx, r)
 	}

@@ -157,7 +157,8 @@ func TestSnapshotWriteFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := NewServer(failingSnapshotServer{newFakeServer()}, Config{})
+	fs := failingSnapshotServer{newFakeServer()}
+	gs := NewServer(fs, Config{Maintenance: fs})
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
 	defer func() { gs.Stop(); <-served }()

@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/cairnkv/cairn/server/metrics"
-	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
 // Server is what the gRPC layer needs from a member (server/etcdserver
@@ -34,13 +33,6 @@ type Server interface {
 	DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
 	Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error)
 	Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error)
-	Status(ctx context.Context) (*pb.StatusResponse, error)
-	Hash(ctx context.Context) (*pb.HashResponse, error)
-	HashKV(ctx context.Context, rev int64) (*pb.HashKVResponse, error)
-	Defragment(ctx context.Context) error
-	Snapshot(ctx context.Context) (backend.Snapshot, error)
-	Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error)
-	MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error)
 	// Header returns cluster id, member id, current revision and raft term,
 	// for responses the layer builds itself.
 	Header() *pb.ResponseHeader
@@ -80,6 +72,13 @@ type Config struct {
 	// Auth serves the Auth service; nil leaves it unregistered (a client
 	// then gets Unimplemented, as from a server without auth).
 	Auth AuthServer
+	// Lease serves the Lease service; nil leaves it unregistered.
+	Lease LeaseServer
+	// Cluster serves the Cluster service; nil leaves it unregistered.
+	Cluster ClusterServer
+	// Maintenance serves the Maintenance service; nil leaves it
+	// unregistered.
+	Maintenance MaintenanceServer
 	// StopGRPCServiceOnDefrag (feature gate) reports the gRPC health
 	// service NOT_SERVING while a defragmentation runs.
 	StopGRPCServiceOnDefrag bool
@@ -105,9 +104,10 @@ const (
 	DefaultMaxTxnOps       = 128
 )
 
-// NewServer returns a gRPC server with etcd's KV and Maintenance services and
-// the "grpc.health.v1" health service (reporting SERVING) registered. The
-// caller serves it (see server/httpapi.Serve) and stops it.
+// NewServer returns a gRPC server with etcd's KV service, the services cfg
+// provides (Maintenance, Lease, Cluster, Auth) and the "grpc.health.v1"
+// health service (reporting SERVING) registered. The caller serves it (see
+// server/httpapi.Serve) and stops it.
 func NewServer(s Server, cfg Config) *grpc.Server {
 	cfg = cfg.withDefaults()
 	gs := grpc.NewServer(append(baseOptions(cfg), memberOptions(s, cfg)...)...)
@@ -186,18 +186,20 @@ func memberOptions(s Server, cfg Config) []grpc.ServerOption {
 	return opts
 }
 
-// registerServices registers KV, Maintenance and health always, and the
-// services the member (or cfg) provides.
+// registerServices registers KV and health always, and the services the
+// member (or cfg) provides.
 func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32)), int(min(cfg.MaxRequestBytes, math.MaxInt32))))
 	hs := health.NewServer()
 	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
-	pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Logger, hn))
-	if ls, ok := s.(LeaseServer); ok {
-		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: ls})
+	if cfg.Maintenance != nil {
+		pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Maintenance, cfg.Logger, hn))
 	}
-	if cs, ok := s.(ClusterServer); ok {
-		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cs})
+	if cfg.Lease != nil {
+		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: cfg.Lease})
+	}
+	if cfg.Cluster != nil {
+		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cfg.Cluster})
 	}
 	if ws, ok := s.(WatchServer); ok {
 		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, cfg.Logger))

@@ -75,6 +75,9 @@ func serveServer(t *testing.T, s Server, cfg Config) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m, ok := s.(MaintenanceServer); ok && cfg.Maintenance == nil {
+		cfg.Maintenance = m
+	}
 	gs := NewServer(s, cfg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
