@@ -214,6 +214,9 @@ type Config struct {
 	AutoDefragFreePercent      uint          `json:"experimental-auto-defrag-free-percent"`
 	AutoDefragMinFreeMegabytes uint          `json:"experimental-auto-defrag-min-free-megabytes"`
 	AutoDefragInterval         time.Duration `json:"experimental-auto-defrag-interval"`
+	// cairn extension: the key index checkpoint written on a clean stop
+	// (see server/storage/mvcc/checkpoint.go).
+	IndexCheckpoint bool `json:"experimental-index-checkpoint"`
 
 	// cairn extension: the web dashboard under /ui/ (server/dashboard).
 	Dashboard bool `json:"experimental-dashboard"`
@@ -302,6 +305,7 @@ func NewConfig() *Config {
 		AutoDefragFreePercent:       50,
 		AutoDefragMinFreeMegabytes:  100,
 		AutoDefragInterval:          10 * time.Minute,
+		IndexCheckpoint:             true,
 		FeatureGates:                map[string]bool{},
 	}
 	c.InitialCluster = c.InitialClusterFromName(c.Name)

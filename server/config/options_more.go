@@ -151,6 +151,8 @@ var otherOptions = []option{
 		help: "cairn: free megabytes the db file must hold before an automatic defrag."},
 	{name: "experimental-auto-defrag-interval", section: secFeature, supported: true, field: duration(func(c *Config) *time.Duration { return &c.AutoDefragInterval }),
 		help: "cairn: each member defragments automatically at most once per interval, in its own share of it (followers first, the leader last)."},
+	{name: "experimental-index-checkpoint", section: secFeature, supported: true, field: boolean(func(c *Config) *bool { return &c.IndexCheckpoint }),
+		help: "cairn: on a clean stop, save the key index to member/index.ckpt so the next start loads it instead of reading every revision of the db (used only if the db is unchanged since; false disables)."},
 
 	// Unsafe.
 	{name: "force-new-cluster", section: secUnsafe, supported: true, field: boolean(func(c *Config) *bool { return &c.ForceNewCluster }),

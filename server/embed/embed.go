@@ -361,6 +361,7 @@ func memberConfig(cfg *config.Config, lg *zap.Logger) (*etcdserver.Config, error
 		UnsafeNoFsync: cfg.UnsafeNoFsync, Logger: lg,
 		MemoryMlock: cfg.MemoryMlock, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes,
 		AutoDefragFreePercent: cfg.AutoDefragFreePercent, AutoDefragMinFreeBytes: int64(cfg.AutoDefragMinFreeMegabytes) << 20, AutoDefragInterval: cfg.AutoDefragInterval,
+		IndexCheckpoint:    cfg.IndexCheckpoint,
 		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: retention,
 		RaftReadTimeout: cfg.RaftReadTimeout, RaftWriteTimeout: cfg.RaftWriteTimeout,
 		AuthToken: cfg.AuthToken, BcryptCost: cfg.BcryptCost, AuthTokenTTL: cfg.AuthTokenTTL,

@@ -119,6 +119,11 @@ type Config struct {
 	AutoDefragMinFreeBytes int64
 	AutoDefragInterval     time.Duration
 
+	// IndexCheckpoint, a cairn extension (index_checkpoint.go): on a clean
+	// stop, write the key index next to the db so the next start need not
+	// rebuild it from the key bucket.
+	IndexCheckpoint bool
+
 	// AutoCompactionMode and AutoCompactionRetention (parsed by
 	// compactor.ParseRetention; 0 is off) configure auto compaction (see
 	// autocompact.go).

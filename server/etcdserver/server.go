@@ -205,6 +205,7 @@ func (s *Server) openBackendStores() error {
 		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
 		CommitRound:             s.commitCompactionRound,
+		IndexCheckpoint:         s.cfg.indexCheckpointPath(),
 	})
 	lessor, err := s.leases.openLessor(be, kv)
 	if err != nil {
@@ -325,7 +326,9 @@ func (s *Server) Stop() {
 		s.applyMu.Lock()
 		s.storeMu.Lock()
 		s.be.Commit()
+		leased := leasedKeys(s.lessor)
 		s.closeBackendStores()
+		s.writeIndexCheckpoint(leased)
 		s.storesClosed = true
 		s.storeMu.Unlock()
 		s.applyMu.Unlock()

@@ -7,9 +7,10 @@ package backend
 // swaps the copy in under the batch and read locks, which it holds only for
 // the last few writes, an fsync and the rename:
 //
-//  1. Start (batch lock): commit, open a bbolt read tx on that commit as the
-//     copy's source, and start a journal of every write the batch makes from
-//     then on, in every bucket (key, meta, lease, auth, members...).
+//  1. Start (batch lock): open a bbolt read tx on the last commit as the
+//     copy's source, and start a journal with the writes released since
+//     and every write the batch makes from then on, in every bucket (key,
+//     meta, lease, auth, members...). Defrag never commits the batch.
 //  2. Bulk copy (no lock): copy every bucket of the source into the new
 //     file, then reopen it with the backend's own bbolt options so that the
 //     swap does not pay for bbolt's freelist scan.
@@ -169,22 +170,32 @@ func (b *backend) defragOnline() (err error) {
 	return b.swapIn(c)
 }
 
-// startDefrag commits, opens the copy's source on that commit and starts
-// the journal, all under one hold of the batch lock, so the source plus the
-// journal is every write.
+// startDefrag opens the copy's source on the last commit and starts the
+// journal with the writes released since (not committed yet), all under
+// one hold of the batch lock, so the source plus the journal is every
+// write. It must not commit: only the member may, at a point where the
+// consistent index describes the data (a commit here once caught an entry
+// applied without its index, and a crash then replayed it twice).
 func (b *backend) startDefrag() (*bolt.Tx, error) {
 	b.batch.mu.Lock()
 	defer b.batch.mu.Unlock()
 	if b.closed {
 		return nil, errClosed
 	}
-	b.commitLocked(true)
 	src, err := b.db.Begin(false)
 	if err != nil {
 		return nil, fmt.Errorf("backend: defrag: %w", err)
 	}
 	metrics.OpenReadTxns.Inc()
-	b.batch.journal = &defragJournal{}
+	j := &defragJournal{}
+	for _, bw := range *b.read.released.Load() {
+		for _, r := range bw.runs { // oldest first: a newer run wins
+			for _, w := range r {
+				j.record([]byte(bw.name), w)
+			}
+		}
+	}
+	b.batch.journal = j
 	return src, nil
 }
 

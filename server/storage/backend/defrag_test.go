@@ -294,3 +294,40 @@ func TestDefragPacerRestsInProportion(t *testing.T) {
 		}
 	}
 }
+
+// TestDefragNeverCommits: only the member may commit (its PreCommit hook
+// stores the consistent index that must describe the data), so a defrag
+// must not commit the writes released before it started, and must still
+// carry them into the new file, uncommitted, and lose them in a crash
+// exactly as the old file would have.
+func TestDefragNeverCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	commits := 0
+	b, err := Open(Config{Path: path, UnsafeNoFsync: true, PreCommit: func(UnsafeWriter) { commits++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillKeys(b, 100, 10)
+	b.Commit()
+	m := modelOf(t, b)
+	commits = 0
+	put(b, BucketKey, "released-before", "v")
+	del(b, BucketKey, "key000001")
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	if commits != 0 {
+		t.Fatalf("Defrag committed the batch %d time(s)", commits)
+	}
+	if got := viaReadTx(b, BucketKey, "released-before", "", 0); len(got) != 1 {
+		t.Fatalf("a write released before the defrag is not readable after it: %v", got)
+	}
+	if got := viaReadTx(b, BucketKey, "key000001", "", 0); len(got) != 0 {
+		t.Fatalf("a delete released before the defrag was undone: %v", got)
+	}
+	crash(t, b)
+	b2 := reopen(t, path)
+	if got, want := sortedDump(t, b2), m.listing(); !slices.Equal(got, want) {
+		t.Fatalf("after a crash: uncommitted writes from before the defrag are durable: %v", diff(got, want))
+	}
+}

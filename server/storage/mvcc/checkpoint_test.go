@@ -180,7 +180,9 @@ func TestIndexCheckpointUnusable(t *testing.T) {
 			s.Close()
 			b.Close()
 		}},
-		{"flipped byte", func(t *testing.T, _, ckpt string) { rewrite(t, ckpt, func(d []byte) []byte { d[len(d)/2] ^= 1; return d }) }},
+		{"flipped byte", func(t *testing.T, _, ckpt string) {
+			rewrite(t, ckpt, func(d []byte) []byte { d[len(d)/2] ^= 1; return d })
+		}},
 		{"truncated", func(t *testing.T, _, ckpt string) { rewrite(t, ckpt, func(d []byte) []byte { return d[:len(d)-7] }) }},
 		{"empty", func(t *testing.T, _, ckpt string) { rewrite(t, ckpt, func([]byte) []byte { return nil }) }},
 		{"not a checkpoint", func(t *testing.T, _, ckpt string) {

@@ -216,6 +216,11 @@ func (s *Store) pauseCompaction(quit <-chan struct{}) bool {
 	if s.cfg.CommitRound != nil {
 		s.cfg.CommitRound(quit)
 	}
+	select {
+	case <-quit: // CommitRound may have returned because of it
+		return false
+	default:
+	}
 	timer := time.NewTimer(s.cfg.CompactionSleepInterval)
 	defer timer.Stop()
 	select {
