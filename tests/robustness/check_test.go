@@ -24,10 +24,39 @@ type revLog struct {
 }
 
 // revArchive holds the key space at the revisions a compaction is about
-// to make unreadable: readRevLog takes them from here.
+// to make unreadable: readRevLog takes them from here. It also logs the
+// compactions themselves, which excuse watch events without their
+// prev_kv (checkWatch).
 type revArchive struct {
-	mu    sync.Mutex
-	snaps [][]kv // snaps[r], r = 1..len-1; snaps[0] is unused
+	mu          sync.Mutex
+	snaps       [][]kv // snaps[r], r = 1..len-1; snaps[0] is unused
+	compactions []compaction
+}
+
+// compaction is a compaction request of the run: at rev, sent at issued
+// (the members may apply it at any time after that, or never).
+type compaction struct {
+	rev    int64
+	issued time.Time
+}
+
+// noteCompaction logs a compaction at rev about to be sent.
+func (a *revArchive) noteCompaction(rev int64, issued time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.compactions = append(a.compactions, compaction{rev: rev, issued: issued})
+}
+
+// compactionsSince returns the logged compactions with their issue time
+// on the test clock that started at start, in nanoseconds.
+func (a *revArchive) compactionsSince(start time.Time) []compactionAt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]compactionAt, len(a.compactions))
+	for i, c := range a.compactions {
+		out[i] = compactionAt{rev: c.rev, at: int64(c.issued.Sub(start))}
+	}
+	return out
 }
 
 // upTo is the newest archived revision (0: none).

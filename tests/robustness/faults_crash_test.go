@@ -283,6 +283,7 @@ func (c *cluster) compactHistory(j int) (int64, error) {
 	if err := c.archive.save(c.admin[j], rev); err != nil {
 		return 0, err
 	}
+	c.archive.noteCompaction(rev, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = c.admin[j].Compact(ctx, rev, clientv3.WithCompactPhysical())

@@ -278,9 +278,10 @@ func runScenario(t *testing.T, bin string, seed uint64, sc scenario) {
 	for _, p := range problems {
 		t.Errorf("%s", p)
 	}
+	compactions := c.archive.compactionsSince(start)
 	for _, wl := range watchLogs {
 		t.Logf("watch %s", watchStats(wl))
-		wp := checkWatch(wl, l.events, final)
+		wp := checkWatch(wl, l.events, final, compactions)
 		for _, p := range truncate(wp) {
 			t.Errorf("watch (seed %d): %s", seed, p)
 		}

@@ -27,6 +27,13 @@ import (
 //   - reliable: no event of the history is missing from the revisions a
 //     watcher covered, and every delivered event is in the history, equal
 //     to it (a cancel with a compact revision excuses what was compacted);
+//   - prev_kv, for watchers that ask for it, is the history's previous
+//     version of the key, and may be missing only where etcd leaves it
+//     out too: when the previous version was compacted, i.e. a compaction
+//     at the event's revision or later had been sent before the event
+//     arrived (the server looks it up at revision - 1, below that
+//     compaction) or the watcher had been canceled with such a compact
+//     revision;
 //   - atomic: all events of one revision arrive in one response;
 //   - resumable: after a resumption the next event is the history's next
 //     event after the last one seen;
@@ -250,8 +257,14 @@ func watchStats(l *watchLog) string {
 
 func sameKV(a, b kv) bool { return a == b }
 
+// compactionAt is a compaction request at rev, sent at test clock time at.
+type compactionAt struct{ rev, at int64 }
+
 // eventDiff says how a delivered event differs from the history's, or "".
-func eventDiff(got, want histEvent, prevKV bool) string {
+// prevGone says that the event's previous version may have been compacted
+// when the server looked it up, which excuses a missing prev_kv (but
+// never a wrong one).
+func eventDiff(got, want histEvent, prevKV, prevGone bool) string {
 	if got.del != want.del {
 		return fmt.Sprintf("type differs (history: %s)", want)
 	}
@@ -264,6 +277,7 @@ func eventDiff(got, want histEvent, prevKV bool) string {
 	}
 	if prevKV {
 		switch {
+		case got.prev == nil && want.prev != nil && prevGone:
 		case (got.prev == nil) != (want.prev == nil):
 			return fmt.Sprintf("prev kv %v, history's %v", got.prev, want.prev)
 		case got.prev != nil && *got.prev != *want.prev:
@@ -274,8 +288,9 @@ func eventDiff(got, want histEvent, prevKV bool) string {
 }
 
 // checkWatch checks one watcher's log against the history's events (in
-// revision order) and the final revision every watcher must have covered.
-func checkWatch(l *watchLog, hist []histEvent, final int64) []string {
+// revision order), the final revision every watcher must have covered and
+// the run's compaction requests.
+func checkWatch(l *watchLog, hist []histEvent, final int64, compactions []compactionAt) []string {
 	var problems []string
 	report := func(format string, args ...any) {
 		problems = append(problems, l.name()+": "+fmt.Sprintf(format, args...))
@@ -294,6 +309,19 @@ func checkWatch(l *watchLog, hist []histEvent, final int64) []string {
 	nextIdx := sort.Search(len(hist), func(i int) bool { return hist[i].kv.mod >= l.startRev })
 	var lastRev, lastProgress, compacted int64
 	resumedAt := int64(-1) // >= 0: the last event before a resumption, awaiting the next event
+	// prevGone: the previous version of a key changed at rev may have been
+	// compacted before a response received at at.
+	prevGone := func(rev, at int64) bool {
+		if rev <= compacted {
+			return true
+		}
+		for _, c := range compactions {
+			if c.rev >= rev && c.at <= at {
+				return true
+			}
+		}
+		return false
+	}
 	// passTo reports undelivered history events with revision < rev.
 	passTo := func(rev int64, why string) {
 		var missing []string
@@ -376,7 +404,7 @@ func checkWatch(l *watchLog, hist []histEvent, final int64) []string {
 				}
 				resumedAt = -1
 			}
-			if d := eventDiff(e, hist[i], l.prevKV); d != "" {
+			if d := eventDiff(e, hist[i], l.prevKV, prevGone(rev, r.at)); d != "" {
 				report("event %s (response %d): %s", e, ri, d)
 			}
 			delivered[i] = true
