@@ -135,6 +135,7 @@ func (m *Maintenance) autoDefrag() {
 		zap.Int64("current-db-free-bytes", be.FreeBytes()),
 		zap.Uint("free-percent-threshold", m.reclaim.freePercent))
 	metrics.AutoDefrags.Inc()
+	defer m.announceDefrag()()
 	if err := be.Defrag(); err != nil {
 		m.lg.Warn("automatic defragmentation failed", zap.Error(err))
 		return

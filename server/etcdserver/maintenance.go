@@ -3,6 +3,8 @@ package etcdserver
 import (
 	"bytes"
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -76,6 +78,43 @@ type Maintenance struct {
 	tick     time.Duration // how often MoveLeader looks for the new leader
 	request  time.Duration // bound of the leader hand-over at stop
 	reclaim  reclaimPolicy
+
+	// watchersMu guards defragWatchers: callbacks around every defrag the
+	// member starts by itself (v3rpc's gRPC health service registers one,
+	// so that StopGRPCServiceOnDefrag covers automatic defrags too).
+	watchersMu     sync.Mutex
+	defragWatchers []DefragWatcher
+}
+
+// DefragWatcher is told when a defrag that no client asked for starts and
+// ends (those that a client asked for, its handler sees itself).
+// It is an alias so that v3rpc can name the same method set without
+// importing this package.
+type DefragWatcher = interface {
+	DefragStarted()
+	DefragFinished()
+}
+
+// WatchAutoDefrags adds w to the watchers of automatic defrags.
+func (m *Maintenance) WatchAutoDefrags(w DefragWatcher) {
+	m.watchersMu.Lock()
+	defer m.watchersMu.Unlock()
+	m.defragWatchers = append(m.defragWatchers, w)
+}
+
+// announceDefrag calls every watcher's DefragStarted and returns what ends it.
+func (m *Maintenance) announceDefrag() (finished func()) {
+	m.watchersMu.Lock()
+	ws := slices.Clone(m.defragWatchers)
+	m.watchersMu.Unlock()
+	for _, w := range ws {
+		w.DefragStarted()
+	}
+	return func() {
+		for _, w := range ws {
+			w.DefragFinished()
+		}
+	}
 }
 
 func (s *Server) newMaintenance() *Maintenance {

@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ type fakeMaintenanceMember struct {
 	store     storeStatus
 	stopped   bool
 	connected map[uint64]time.Time
+	be        backend.Backend // nil: no stores
 }
 
 func (f *fakeMaintenanceMember) RaftStatus() (raft.Status, error) {
@@ -64,7 +66,7 @@ func (f *fakeMaintenanceMember) proposeRequest(context.Context, *pb.InternalRaft
 	return &pb.AlarmResponse{}, nil
 }
 func (f *fakeMaintenanceMember) storeStatus() (storeStatus, bool)    { return f.store, !f.stopped }
-func (f *fakeMaintenanceMember) backend() (backend.Backend, bool)    { return nil, false }
+func (f *fakeMaintenanceMember) backend() (backend.Backend, bool)    { return f.be, f.be != nil }
 func (f *fakeMaintenanceMember) withApplyLock(func(backend.Backend)) {}
 func (f *fakeMaintenanceMember) hashByRev(int64) (mvcc.KeyValueHash, int64, error) {
 	return mvcc.KeyValueHash{}, 0, errs.ErrStopped
@@ -169,5 +171,27 @@ func TestMaintenanceHandOverPicksTheLongestConnectedVoter(t *testing.T) {
 	m.HandOverLeadership()
 	if len(n.moved) != 1 {
 		t.Fatalf("a follower handed over: %v", n.moved)
+	}
+}
+
+// defragLog records what a DefragWatcher was told.
+type defragLog struct{ events []string }
+
+func (l *defragLog) DefragStarted()  { l.events = append(l.events, "started") }
+func (l *defragLog) DefragFinished() { l.events = append(l.events, "finished") }
+
+// TestAutoDefragTellsItsWatchers: an automatic defrag is announced to the
+// watchers (v3rpc's health service) before it starts and after it ends.
+func TestAutoDefragTellsItsWatchers(t *testing.T) {
+	be, _ := backend.NewTmpBackend(t)
+	m, _ := newTestMaintenance(&fakeMaintenanceMember{self: 1, be: be})
+	var a, b defragLog
+	m.WatchAutoDefrags(&a)
+	m.WatchAutoDefrags(&b)
+	m.autoDefrag()
+	for _, l := range []defragLog{a, b} {
+		if !slices.Equal(l.events, []string{"started", "finished"}) {
+			t.Fatalf("watcher told %v, want started, finished", l.events)
+		}
 	}
 }

@@ -26,6 +26,20 @@ func newHealthNotifier(hs *health.Server, lg *zap.Logger, stopOnDefrag bool) *he
 	return hn
 }
 
+// autoDefragWatchable is a MaintenanceServer that also defragments by
+// itself (cairn's automatic reclamation) and reports when.
+type autoDefragWatchable interface {
+	WatchAutoDefrags(w interface {
+		DefragStarted()
+		DefragFinished()
+	})
+}
+
+// DefragStarted and DefragFinished let the member report the defrags it
+// starts by itself.
+func (hn *healthNotifier) DefragStarted()  { hn.defragStarted() }
+func (hn *healthNotifier) DefragFinished() { hn.defragFinished() }
+
 func (hn *healthNotifier) defragStarted() {
 	if !hn.stopOnDefrag {
 		return

@@ -50,3 +50,47 @@ func TestHealthDuringDefrag(t *testing.T) {
 		}
 	}
 }
+
+// autoDefragger is a MaintenanceServer that defragments by itself, as
+// cairn's member does; the test plays its automatic defrag.
+type autoDefragger struct {
+	*fakeServer
+	watchers []interface {
+		DefragStarted()
+		DefragFinished()
+	}
+}
+
+func (a *autoDefragger) WatchAutoDefrags(w interface {
+	DefragStarted()
+	DefragFinished()
+}) {
+	a.watchers = append(a.watchers, w)
+}
+
+// TestHealthDuringAutomaticDefrag: StopGRPCServiceOnDefrag also covers a
+// defrag the member starts by itself.
+func TestHealthDuringAutomaticDefrag(t *testing.T) {
+	a := &autoDefragger{fakeServer: newFakeServer()}
+	c := serveFake(t, a.fakeServer, Config{StopGRPCServiceOnDefrag: true, Maintenance: a})
+	if len(a.watchers) != 1 {
+		t.Fatalf("%d watchers of automatic defrags registered, want 1", len(a.watchers))
+	}
+	hc := healthpb.NewHealthClient(c.conn)
+	status := func() healthpb.HealthCheckResponse_ServingStatus {
+		t.Helper()
+		r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetStatus()
+	}
+	a.watchers[0].DefragStarted()
+	if s := status(); s != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("during an automatic defrag: %v", s)
+	}
+	a.watchers[0].DefragFinished()
+	if s := status(); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("after an automatic defrag: %v", s)
+	}
+}

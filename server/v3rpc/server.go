@@ -194,6 +194,9 @@ func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
 	if cfg.Maintenance != nil {
 		pb.RegisterMaintenanceServer(gs, newMaintenanceServer(s, cfg.Maintenance, cfg.Logger, hn))
+		if w, ok := cfg.Maintenance.(autoDefragWatchable); ok {
+			w.WatchAutoDefrags(hn)
+		}
 	}
 	if cfg.Lease != nil {
 		pb.RegisterLeaseServer(gs, &leaseServer{s: s, ls: cfg.Lease})
