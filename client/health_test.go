@@ -45,20 +45,6 @@ func TestUsableEndpoints(t *testing.T) {
 	check("nothing usable keeps every endpoint", map[string]memberHealth{}, "a:1,b:1,c:1")
 }
 
-func TestHealthCheckSteersOffStoppedMember(t *testing.T) {
-	ms := startCluster(t, 3)
-	c, err := New(Config{Endpoints: urls(ms), HealthCheckInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ms[2].stop()
-	time.Sleep(300 * time.Millisecond)
-	for range 20 {
-		must(c.Get(testCtx(t), "k"))
-	}
-}
-
 // TestHealthCheckOnByDefault checks that a zero Config checks health at
 // the default interval (so reads require a leader), that an explicit
 // interval is kept, and that a negative one turns the checks off.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,99 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/cairnkv/cairn/server/config"
 )
-
-// TestRangeRetriedAcrossDownEndpoint stops one of three members while
-// reads run, and reads with it down: no read may fail.
-func TestRangeRetriedAcrossDownEndpoint(t *testing.T) {
-	ms := startCluster(t, 3)
-	c := newClient(t, urls(ms)...)
-	ctx := testCtx(t)
-	must(c.Put(ctx, "k", "v"))
-	var wg sync.WaitGroup
-	var failures atomic.Int32
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := c.Get(ctx, "k"); err != nil {
-				failures.Add(1)
-				t.Errorf("get while a member stops: %v", err)
-			}
-		}
-	}()
-	time.Sleep(100 * time.Millisecond)
-	ms[2].stop()
-	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	for range 30 {
-		if r, err := c.Get(ctx, "k"); err != nil || r.Count != 1 {
-			t.Fatalf("get with a member down: %v, %v", r, err)
-		}
-	}
-}
-
-// TestRangeSkipsDeadFirstEndpoint lists a port nobody listens on first.
-func TestRangeSkipsDeadFirstEndpoint(t *testing.T) {
-	live := startMember(t).url
-	dead := freeURL(t)
-	c := newClient(t, dead.String(), live)
-	for range 10 {
-		must(c.Get(testCtx(t), "k"))
-	}
-}
-
-// TestPutRetriedWhenNeverSent sends a Put to an endpoint that is down: the
-// dial fails, so the Put provably never left the client and is retried
-// until the member comes up.
-func TestPutRetriedWhenNeverSent(t *testing.T) {
-	clientURL, peerURL := freeURL(t), freeURL(t)
-	c, err := New(Config{Endpoints: []string{clientURL.String()}, MaxRetries: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tm := &testMember{t: t, cfg: memberConfig(t, clientURL, peerURL), url: clientURL.String()}
-	t.Cleanup(tm.stop)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Put(testCtx(t), "k", "v")
-		done <- err
-	}()
-	time.Sleep(300 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("put returned before the member started: %v", err)
-	default:
-	}
-	tm.start()
-	tm.waitReady()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if r := must(c.Get(testCtx(t), "k")); r.Count != 1 || r.Kvs[0].Version != 1 {
-		t.Errorf("after retried put: %v", r.Kvs)
-	}
-}
-
-func memberConfig(t *testing.T, clientURL, peerURL url.URL) *config.Config {
-	cfg := config.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
-	return cfg
-}
 
 // flakyKV answers every call with Unavailable from the server side, as a
 // member does when a proposal times out.

@@ -1,4 +1,4 @@
-package concurrency
+package concurrency_test
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/client/concurrency"
 )
 
 var isolations = []struct {
 	name string
-	iso  Isolation
+	iso  concurrency.Isolation
 }{
-	{"SerializableSnapshot", SerializableSnapshot},
-	{"Serializable", Serializable},
-	{"RepeatableReads", RepeatableReads},
-	{"ReadCommitted", ReadCommitted},
+	{"SerializableSnapshot", concurrency.SerializableSnapshot},
+	{"Serializable", concurrency.Serializable},
+	{"RepeatableReads", concurrency.RepeatableReads},
+	{"ReadCommitted", concurrency.ReadCommitted},
 }
 
 // TestSTMCounter increments one counter from several goroutines: every
@@ -38,11 +39,11 @@ func TestSTMCounter(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, err := NewSTM(c, func(s STM) error {
+					_, err := concurrency.NewSTM(c, func(s concurrency.STM) error {
 						n, _ := strconv.Atoi(s.Get(key))
 						s.Put(key, strconv.Itoa(n+1))
 						return nil
-					}, WithIsolation(lvl.iso), WithAbortContext(testCtx(t)))
+					}, concurrency.WithIsolation(lvl.iso), concurrency.WithAbortContext(testCtx(t)))
 					errc <- err
 				}()
 			}
@@ -72,25 +73,25 @@ func TestSTMConflicts(t *testing.T) {
 		// interfere writes to this key between the STM's first read and its
 		// commit; reads and writes are the STM's own.
 		interfere string
-		runs      map[Isolation]int
+		runs      map[concurrency.Isolation]int
 		// snapshotB is what the first run reads of b after the
 		// interference.
-		firstB map[Isolation]string
+		firstB map[concurrency.Isolation]string
 	}{
 		{
 			name: "read key changed", interfere: "a",
-			runs:   map[Isolation]int{SerializableSnapshot: 2, Serializable: 2, RepeatableReads: 2, ReadCommitted: 1},
-			firstB: map[Isolation]string{SerializableSnapshot: "b0", Serializable: "b0", RepeatableReads: "b0", ReadCommitted: "b0"},
+			runs:   map[concurrency.Isolation]int{concurrency.SerializableSnapshot: 2, concurrency.Serializable: 2, concurrency.RepeatableReads: 2, concurrency.ReadCommitted: 1},
+			firstB: map[concurrency.Isolation]string{concurrency.SerializableSnapshot: "b0", concurrency.Serializable: "b0", concurrency.RepeatableReads: "b0", concurrency.ReadCommitted: "b0"},
 		},
 		{
 			name: "written key changed", interfere: "w",
-			runs:   map[Isolation]int{SerializableSnapshot: 2, Serializable: 1, RepeatableReads: 1, ReadCommitted: 1},
-			firstB: map[Isolation]string{SerializableSnapshot: "b0", Serializable: "b0", RepeatableReads: "b0", ReadCommitted: "b0"},
+			runs:   map[concurrency.Isolation]int{concurrency.SerializableSnapshot: 2, concurrency.Serializable: 1, concurrency.RepeatableReads: 1, concurrency.ReadCommitted: 1},
+			firstB: map[concurrency.Isolation]string{concurrency.SerializableSnapshot: "b0", concurrency.Serializable: "b0", concurrency.RepeatableReads: "b0", concurrency.ReadCommitted: "b0"},
 		},
 		{
 			name: "key read later changed", interfere: "b",
-			runs:   map[Isolation]int{SerializableSnapshot: 2, Serializable: 2, RepeatableReads: 1, ReadCommitted: 1},
-			firstB: map[Isolation]string{SerializableSnapshot: "b0", Serializable: "b0", RepeatableReads: "outside", ReadCommitted: "outside"},
+			runs:   map[concurrency.Isolation]int{concurrency.SerializableSnapshot: 2, concurrency.Serializable: 2, concurrency.RepeatableReads: 1, concurrency.ReadCommitted: 1},
+			firstB: map[concurrency.Isolation]string{concurrency.SerializableSnapshot: "b0", concurrency.Serializable: "b0", concurrency.RepeatableReads: "outside", concurrency.ReadCommitted: "outside"},
 		},
 	} {
 		for _, lvl := range isolations {
@@ -104,7 +105,7 @@ func TestSTMConflicts(t *testing.T) {
 					}
 				}
 				runs, firstB := 0, ""
-				_, err := NewSTM(c, func(s STM) error {
+				_, err := concurrency.NewSTM(c, func(s concurrency.STM) error {
 					runs++
 					s.Get(pfx + "a")
 					if runs == 1 {
@@ -118,7 +119,7 @@ func TestSTMConflicts(t *testing.T) {
 					}
 					s.Put(pfx+"w", "stm")
 					return nil
-				}, WithIsolation(lvl.iso), WithAbortContext(ctx))
+				}, concurrency.WithIsolation(lvl.iso), concurrency.WithAbortContext(ctx))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -138,7 +139,7 @@ func TestSTMReadsOwnWrites(t *testing.T) {
 		t.Run(lvl.name, func(t *testing.T) {
 			c := newClient(t)
 			key := "own/" + lvl.name
-			_, err := NewSTM(c, func(s STM) error {
+			_, err := concurrency.NewSTM(c, func(s concurrency.STM) error {
 				s.Put(key, "mine")
 				if got := s.Get(key); got != "mine" {
 					return fmt.Errorf("Get after Put: %q", got)
@@ -148,7 +149,7 @@ func TestSTMReadsOwnWrites(t *testing.T) {
 					return fmt.Errorf("Get after Del: %q", got)
 				}
 				return nil
-			}, WithIsolation(lvl.iso), WithPrefetch(key))
+			}, concurrency.WithIsolation(lvl.iso), concurrency.WithPrefetch(key))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +166,7 @@ func TestSTMRev(t *testing.T) {
 	}
 	for _, lvl := range isolations {
 		t.Run(lvl.name, func(t *testing.T) {
-			_, err := NewSTM(c, func(s STM) error {
+			_, err := concurrency.NewSTM(c, func(s concurrency.STM) error {
 				if got := s.Rev("rev/k"); got != put.Header.Revision {
 					return fmt.Errorf("Rev %d, want %d", got, put.Header.Revision)
 				}
@@ -173,7 +174,7 @@ func TestSTMRev(t *testing.T) {
 					return fmt.Errorf("Rev of a missing key %d, want 0", got)
 				}
 				return nil
-			}, WithIsolation(lvl.iso))
+			}, concurrency.WithIsolation(lvl.iso))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,12 +185,12 @@ func TestSTMRev(t *testing.T) {
 func TestSTMAborts(t *testing.T) {
 	c := newClient(t)
 	errApply := errors.New("apply says no")
-	if _, err := NewSTM(c, func(STM) error { return errApply }); !errors.Is(err, errApply) {
+	if _, err := concurrency.NewSTM(c, func(concurrency.STM) error { return errApply }); !errors.Is(err, errApply) {
 		t.Fatalf("apply's error: got %v", err)
 	}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	_, err := NewSTM(c, func(s STM) error { s.Get("abort/k"); return nil }, WithAbortContext(ctx))
+	_, err := concurrency.NewSTM(c, func(s concurrency.STM) error { s.Get("abort/k"); return nil }, concurrency.WithAbortContext(ctx))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled abort context: got %v, want context.Canceled", err)
 	}

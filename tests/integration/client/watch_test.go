@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/cairnkv/cairn/client"
 )
 
 // next receives the next watch response.
-func next(t *testing.T, wc WatchChan) WatchResponse {
+func next(t *testing.T, wc client.WatchChan) client.WatchResponse {
 	t.Helper()
 	select {
 	case wr, ok := <-wc:
@@ -22,13 +24,13 @@ func next(t *testing.T, wc WatchChan) WatchResponse {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no watch response")
 	}
-	return WatchResponse{}
+	return client.WatchResponse{}
 }
 
 // collect receives events until it has n.
-func collect(t *testing.T, wc WatchChan, n int) []*Event {
+func collect(t *testing.T, wc client.WatchChan, n int) []*client.Event {
 	t.Helper()
-	var evs []*Event
+	var evs []*client.Event
 	for len(evs) < n {
 		wr := next(t, wc)
 		if err := wr.Err(); err != nil {
@@ -42,7 +44,7 @@ func collect(t *testing.T, wc WatchChan, n int) []*Event {
 func TestWatch(t *testing.T) {
 	c := newClient(t, startMember(t).url)
 	ctx := testCtx(t)
-	wc := c.Watch(ctx, "w/", WithPrefix(), WithPrevKV(), WithCreatedNotify())
+	wc := c.Watch(ctx, "w/", client.WithPrefix(), client.WithPrevKV(), client.WithCreatedNotify())
 	if wr := next(t, wc); !wr.Created {
 		t.Fatalf("first response %+v, want created", wr)
 	}
@@ -51,7 +53,7 @@ func TestWatch(t *testing.T) {
 	must(c.Put(ctx, "w/a", "2"))
 	must(c.Delete(ctx, "w/a"))
 	evs := collect(t, wc, 3)
-	if !evs[0].IsCreate() || !evs[1].IsModify() || evs[2].Type != EventTypeDelete {
+	if !evs[0].IsCreate() || !evs[1].IsModify() || evs[2].Type != client.EventTypeDelete {
 		t.Errorf("events %v", evs)
 	}
 	if evs[1].PrevKv == nil || string(evs[1].PrevKv.Value) != "1" {
@@ -65,16 +67,16 @@ func TestWatchFromRevisionAndFilters(t *testing.T) {
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	must(c.Put(ctx, "k", "2"))
 	must(c.Delete(ctx, "k"))
-	evs := collect(t, c.Watch(ctx, "k", WithRev(first)), 3)
-	if evs[0].Kv.ModRevision != first || evs[2].Type != EventTypeDelete {
+	evs := collect(t, c.Watch(ctx, "k", client.WithRev(first)), 3)
+	if evs[0].Kv.ModRevision != first || evs[2].Type != client.EventTypeDelete {
 		t.Errorf("history %v", evs)
 	}
-	puts := collect(t, c.Watch(ctx, "k", WithRev(first), WithFilterDelete()), 2)
-	if puts[0].Type != EventTypePut || puts[1].Type != EventTypePut {
+	puts := collect(t, c.Watch(ctx, "k", client.WithRev(first), client.WithFilterDelete()), 2)
+	if puts[0].Type != client.EventTypePut || puts[1].Type != client.EventTypePut {
 		t.Errorf("filtered %v", puts)
 	}
-	dels := collect(t, c.Watch(ctx, "k", WithRev(first), WithFilterPut()), 1)
-	if dels[0].Type != EventTypeDelete {
+	dels := collect(t, c.Watch(ctx, "k", client.WithRev(first), client.WithFilterPut()), 1)
+	if dels[0].Type != client.EventTypeDelete {
 		t.Errorf("filtered %v", dels)
 	}
 }
@@ -85,7 +87,7 @@ func TestWatchCompacted(t *testing.T) {
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	last := must(c.Put(ctx, "k", "2")).Header.Revision
 	must(c.Compact(ctx, last))
-	wc := c.Watch(ctx, "k", WithRev(first))
+	wc := c.Watch(ctx, "k", client.WithRev(first))
 	wr := next(t, wc)
 	if !wr.Canceled || wr.CompactRevision != last || !errors.Is(wr.Err(), rpctypes.ErrCompacted) {
 		t.Errorf("watch of a compacted revision: %+v, err %v", wr, wr.Err())
@@ -99,7 +101,7 @@ func TestWatchRequestProgress(t *testing.T) {
 	c := newClient(t, startMember(t).url)
 	ctx := testCtx(t)
 	rev := must(c.Put(ctx, "k", "v")).Header.Revision
-	wc := c.Watch(ctx, "k", WithCreatedNotify())
+	wc := c.Watch(ctx, "k", client.WithCreatedNotify())
 	next(t, wc)
 	if err := c.RequestProgress(ctx); err != nil {
 		t.Fatal(err)
@@ -117,7 +119,7 @@ func TestWatchEndsWithContextAndClose(t *testing.T) {
 	cancel()
 	for range wc {
 	}
-	wc = c.Watch(context.Background(), "k", WithCreatedNotify())
+	wc = c.Watch(context.Background(), "k", client.WithCreatedNotify())
 	next(t, wc)
 	c.Close()
 	for range wc {
@@ -136,7 +138,7 @@ func TestWatchResumesAfterRestart(t *testing.T) {
 	writing := newClient(t, ms[1].url, ms[2].url)
 	ctx := testCtx(t)
 	// The watcher must exist before the first put, or it starts after it.
-	wc := watching.Watch(ctx, "r/", WithPrefix(), WithCreatedNotify())
+	wc := watching.Watch(ctx, "r/", client.WithPrefix(), client.WithCreatedNotify())
 	next(t, wc)
 	const perPhase = 5
 	put := func(phase int) {

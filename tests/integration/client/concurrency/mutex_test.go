@@ -1,4 +1,4 @@
-package concurrency
+package concurrency_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/client/concurrency"
 )
 
 func TestMutexKeyLayout(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
 	s := newSession(t, c)
-	m := NewMutex(s, "layout")
+	m := concurrency.NewMutex(s, "layout")
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +36,12 @@ func TestMutexKeyLayout(t *testing.T) {
 func TestMutexTryLock(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	m1 := NewMutex(newSession(t, c), "try")
-	m2 := NewMutex(newSession(t, c), "try")
+	m1 := concurrency.NewMutex(newSession(t, c), "try")
+	m2 := concurrency.NewMutex(newSession(t, c), "try")
 	if err := m1.TryLock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.TryLock(ctx); !errors.Is(err, ErrLocked) {
+	if err := m2.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
 		t.Fatalf("TryLock of a held lock: %v, want ErrLocked", err)
 	}
 	if resp, err := c.Get(ctx, "try/", client.WithPrefix(), client.WithCountOnly()); err != nil || resp.Count != 1 {
@@ -56,8 +57,8 @@ func TestMutexTryLock(t *testing.T) {
 
 func TestMutexUnlockTwice(t *testing.T) {
 	ctx := testCtx(t)
-	m := NewMutex(newSession(t, newClient(t)), "twice")
-	if err := m.Unlock(ctx); !errors.Is(err, ErrLockReleased) {
+	m := concurrency.NewMutex(newSession(t, newClient(t)), "twice")
+	if err := m.Unlock(ctx); !errors.Is(err, concurrency.ErrLockReleased) {
 		t.Fatalf("Unlock before Lock: %v, want ErrLockReleased", err)
 	}
 	if err := m.Lock(ctx); err != nil {
@@ -66,7 +67,7 @@ func TestMutexUnlockTwice(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Unlock(ctx); !errors.Is(err, ErrLockReleased) {
+	if err := m.Unlock(ctx); !errors.Is(err, concurrency.ErrLockReleased) {
 		t.Fatalf("second Unlock: %v, want ErrLockReleased", err)
 	}
 }
@@ -74,7 +75,7 @@ func TestMutexUnlockTwice(t *testing.T) {
 func TestMutexSameSessionReentersQueue(t *testing.T) {
 	ctx := testCtx(t)
 	s := newSession(t, newClient(t))
-	m1, m2 := NewMutex(s, "same"), NewMutex(s, "same")
+	m1, m2 := concurrency.NewMutex(s, "same"), concurrency.NewMutex(s, "same")
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestMutexSameSessionReentersQueue(t *testing.T) {
 }
 
 // lockAsync starts m.Lock and returns the channel of its result.
-func lockAsync(ctx context.Context, m *Mutex) <-chan error {
+func lockAsync(ctx context.Context, m *concurrency.Mutex) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- m.Lock(ctx) }()
 	return done
@@ -97,16 +98,17 @@ func lockAsync(ctx context.Context, m *Mutex) <-chan error {
 func TestMutexFairQueue(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	m1 := NewMutex(newSession(t, c), "fair")
-	m2 := NewMutex(newSession(t, c), "fair")
-	m3 := NewMutex(newSession(t, c), "fair")
+	m1 := concurrency.NewMutex(newSession(t, c), "fair")
+	s2, s3 := newSession(t, c), newSession(t, c)
+	m2 := concurrency.NewMutex(s2, "fair")
+	m3 := concurrency.NewMutex(s3, "fair")
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	done2 := lockAsync(ctx, m2)
-	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(m2.s.Lease())))
+	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s2.Lease())))
 	done3 := lockAsync(ctx, m3)
-	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(m3.s.Lease())))
+	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s3.Lease())))
 
 	if err := m1.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func TestMutexFairQueue(t *testing.T) {
 }
 
 // assertOwner checks with IsOwner that m holds the lock.
-func assertOwner(t *testing.T, ctx context.Context, c *client.Client, m *Mutex) {
+func assertOwner(t *testing.T, ctx context.Context, c *client.Client, m *concurrency.Mutex) {
 	t.Helper()
 	resp, err := c.Txn(ctx).If(m.IsOwner()).Commit()
 	if err != nil {
@@ -144,12 +146,13 @@ func assertOwner(t *testing.T, ctx context.Context, c *client.Client, m *Mutex) 
 func TestMutexLockCanceledLeavesQueue(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	holder := NewMutex(newSession(t, c), "cancel")
+	holder := concurrency.NewMutex(newSession(t, c), "cancel")
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wc, watching := newWatchingClient(t)
-	waiter := NewMutex(newSession(t, wc), "cancel")
+	ws := newSession(t, wc)
+	waiter := concurrency.NewMutex(ws, "cancel")
 	wctx, cancel := context.WithCancel(ctx)
 	done := lockAsync(wctx, waiter)
 	<-watching
@@ -157,7 +160,7 @@ func TestMutexLockCanceledLeavesQueue(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled Lock: %v, want context.Canceled", err)
 	}
-	key := fmt.Sprintf("cancel/%x", int64(waiter.s.Lease()))
+	key := fmt.Sprintf("cancel/%x", int64(ws.Lease()))
 	if resp, err := c.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("canceled waiter's key still there (%v, %v)", resp.GetKvs(), err)
 	}
@@ -166,12 +169,12 @@ func TestMutexLockCanceledLeavesQueue(t *testing.T) {
 func TestMutexSessionExpiredWhileWaiting(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	holder := NewMutex(newSession(t, c), "expired")
+	holder := concurrency.NewMutex(newSession(t, c), "expired")
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ws := newSession(t, c)
-	waiter := NewMutex(ws, "expired")
+	waiter := concurrency.NewMutex(ws, "expired")
 	done := lockAsync(ctx, waiter)
 	waitKey(t, ctx, c, fmt.Sprintf("expired/%x", int64(ws.Lease())))
 	if _, err := c.Revoke(ctx, ws.Lease()); err != nil {
@@ -180,14 +183,14 @@ func TestMutexSessionExpiredWhileWaiting(t *testing.T) {
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, ErrSessionExpired) {
+	if err := <-done; !errors.Is(err, concurrency.ErrSessionExpired) {
 		t.Fatalf("Lock after the waiter's lease ended: %v, want ErrSessionExpired", err)
 	}
 }
 
 func TestLocker(t *testing.T) {
 	c := newClient(t)
-	l := NewLocker(newSession(t, c), "locker")
+	l := concurrency.NewLocker(newSession(t, c), "locker")
 	l.Lock()
 	l.Unlock()
 }

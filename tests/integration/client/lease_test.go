@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/cairnkv/cairn/client"
 )
 
 func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
 	c := newClient(t, startMember(t).url)
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 1))
-	must(c.Put(ctx, "k", "v", WithLease(l.ID)))
+	must(c.Put(ctx, "k", "v", client.WithLease(l.ID)))
 	kctx, stop := context.WithCancel(ctx)
 	ch := must(c.KeepAlive(kctx, l.ID))
 	time.Sleep(3 * time.Second) // three TTLs
@@ -27,7 +29,7 @@ func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
 	stop()
 	for range ch {
 	}
-	ttl := must(c.TimeToLive(ctx, l.ID, WithAttachedKeys()))
+	ttl := must(c.TimeToLive(ctx, l.ID, client.WithAttachedKeys()))
 	if ttl.GrantedTTL != 1 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != "k" {
 		t.Errorf("time to live %+v", ttl)
 	}
@@ -37,7 +39,7 @@ func TestLeaseAPI(t *testing.T) {
 	c := newClient(t, startMember(t).url)
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 60))
-	if l.TTL != 60 || l.ID == NoLease {
+	if l.TTL != 60 || l.ID == client.NoLease {
 		t.Fatalf("grant %+v", l)
 	}
 	ls := must(c.Leases(ctx))
@@ -88,7 +90,7 @@ func TestKeepAliveChannelClosesOnClientClose(t *testing.T) {
 	c.Close()
 	for range ch {
 	}
-	if _, err := c.KeepAlive(context.Background(), l.ID); !errors.Is(err, ErrClientClosed) {
+	if _, err := c.KeepAlive(context.Background(), l.ID); !errors.Is(err, client.ErrClientClosed) {
 		t.Errorf("keep alive after close: %v", err)
 	}
 }

@@ -1,4 +1,6 @@
-package concurrency
+// Package concurrency_test holds the tests of client/concurrency; they
+// share one in-process member, so they live outside the client module.
+package concurrency_test
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/client/concurrency"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/embed"
 )
@@ -139,9 +142,9 @@ func newWatchingClient(t *testing.T) (*client.Client, <-chan struct{}) {
 }
 
 // newSession opens a session that is closed when the test ends.
-func newSession(t *testing.T, c *client.Client, opts ...SessionOption) *Session {
+func newSession(t *testing.T, c *client.Client, opts ...concurrency.SessionOption) *concurrency.Session {
 	t.Helper()
-	s, err := NewSession(c, opts...)
+	s, err := concurrency.NewSession(c, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

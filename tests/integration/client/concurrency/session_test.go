@@ -1,20 +1,26 @@
-package concurrency
+package concurrency_test
 
 import (
 	"context"
 	"testing"
+
+	"github.com/cairnkv/cairn/client/concurrency"
 )
+
+// etcdSessionTTL is the TTL, in seconds, of a session made without WithTTL:
+// etcd's, which applications written for etcd rely on.
+const etcdSessionTTL = 60
 
 func TestSessionTTL(t *testing.T) {
 	c := newClient(t)
 	for _, tc := range []struct {
 		name string
-		opts []SessionOption
+		opts []concurrency.SessionOption
 		want int64
 	}{
-		{"default", nil, defaultSessionTTL},
-		{"WithTTL", []SessionOption{WithTTL(7)}, 7},
-		{"WithTTL(0) keeps the default", []SessionOption{WithTTL(0)}, defaultSessionTTL},
+		{"default", nil, etcdSessionTTL},
+		{"WithTTL", []concurrency.SessionOption{concurrency.WithTTL(7)}, 7},
+		{"WithTTL(0) keeps the default", []concurrency.SessionOption{concurrency.WithTTL(0)}, etcdSessionTTL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSession(t, c, tc.opts...)
@@ -32,7 +38,7 @@ func TestSessionTTL(t *testing.T) {
 func TestSessionCloseRevokes(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	s, err := NewSession(c, WithTTL(30))
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(30))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +61,7 @@ func TestSessionCloseRevokes(t *testing.T) {
 func TestSessionOrphanKeepsLease(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	s := newSession(t, c, WithTTL(30))
+	s := newSession(t, c, concurrency.WithTTL(30))
 	s.Orphan()
 	<-s.Done()
 	resp, err := c.TimeToLive(ctx, s.Lease())
@@ -74,7 +80,7 @@ func TestSessionWithLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSession(t, c, WithLease(grant.ID))
+	s := newSession(t, c, concurrency.WithLease(grant.ID))
 	if s.Lease() != grant.ID {
 		t.Fatalf("session lease %x, want %x", s.Lease(), grant.ID)
 	}
@@ -84,7 +90,7 @@ func TestSessionEndsWithLease(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
 	// A short TTL makes the keep-alive ask (and learn) every second.
-	s := newSession(t, c, WithTTL(3))
+	s := newSession(t, c, concurrency.WithTTL(3))
 	if _, err := c.Revoke(ctx, s.Lease()); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +105,7 @@ func TestSessionContextCanceled(t *testing.T) {
 	c := newClient(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	if _, err := NewSession(c, WithContext(ctx)); err == nil {
+	if _, err := concurrency.NewSession(c, concurrency.WithContext(ctx)); err == nil {
 		t.Fatal("NewSession with a canceled context succeeded")
 	}
 }

@@ -1,4 +1,6 @@
-package v2store
+// Package v2store_test compares the v2 store snapshot cairn writes with the
+// one etcd v3.7.3 writes; it runs etcd, so it lives in the tests module.
+package v2store_test
 
 import (
 	"bytes"
@@ -15,10 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnkv/cairn/server/snap"
-	"github.com/cairnkv/cairn/tests/compat/etcdtools"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/server/membership/v2store"
+	"github.com/cairnkv/cairn/server/snap"
+	"github.com/cairnkv/cairn/tests/compat/etcdtools"
 )
 
 // TestAgainstRealEtcd runs etcd v3.7.3 with --snapshot-count 5, changes its
@@ -41,7 +45,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 	)
 	e.waitReady(t)
 
-	model := New()
+	model := v2store.New()
 	defaultMember(model)
 	model.SetClusterVersion("3.7.0")
 
@@ -86,7 +90,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 				want, _ := model.Save()
 				t.Fatalf("etcd's payload matches no member order of the model:\netcd %s\nours %s", got, want)
 			}
-			l, err := Load(got)
+			l, err := v2store.Load(got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,12 +110,12 @@ func TestAgainstRealEtcd(t *testing.T) {
 
 // matchesSomeOrder reports whether some order of the model's members and
 // removed members (etcd walks maps) saves to exactly want.
-func matchesSomeOrder(t *testing.T, model *Store, want []byte) bool {
+func matchesSomeOrder(t *testing.T, model *v2store.Store, want []byte) bool {
 	t.Helper()
 	ms, rs := model.Members(), model.Removed()
 	for _, mo := range permutations(len(ms)) {
 		for _, ro := range permutations(len(rs)) {
-			s := New()
+			s := v2store.New()
 			for _, i := range mo {
 				s.AddMember(ms[i].ID, ms[i].PeerURLs, ms[i].IsLearner)
 				s.SetMemberAttributes(ms[i].ID, ms[i].Name, ms[i].ClientURLs)
@@ -233,7 +237,7 @@ func (e *etcdProc) waitReady(t *testing.T) {
 	})
 }
 
-func (e *etcdProc) addLearner(ctx context.Context, t *testing.T, model *Store, peerURL string) uint64 {
+func (e *etcdProc) addLearner(ctx context.Context, t *testing.T, model *v2store.Store, peerURL string) uint64 {
 	t.Helper()
 	resp, err := e.cli.MemberAddAsLearner(ctx, []string{peerURL})
 	if err != nil {
@@ -323,13 +327,13 @@ func TestAgainstRealEtcdPromote(t *testing.T) {
 	)
 
 	// modelOf builds the model from the membership etcd reports.
-	modelOf := func(t *testing.T) *Store {
+	modelOf := func(t *testing.T) *v2store.Store {
 		t.Helper()
 		ml, err := a.cli.MemberList(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := New()
+		s := v2store.New()
 		for _, m := range ml.Members {
 			s.AddMember(m.ID, m.PeerURLs, m.IsLearner)
 			if len(m.ClientURLs) > 0 {
@@ -339,7 +343,7 @@ func TestAgainstRealEtcdPromote(t *testing.T) {
 		s.SetClusterVersion("3.7.0")
 		return s
 	}
-	check := func(t *testing.T, e *etcdProc, model *Store) {
+	check := func(t *testing.T, e *etcdProc, model *v2store.Store) {
 		t.Helper()
 		got := e.snapshotAfterNow(ctx, t)
 		if !matchesSomeOrder(t, model, got) {
@@ -379,4 +383,13 @@ func TestAgainstRealEtcdPromote(t *testing.T) {
 	check(t, a, model)
 	b.waitReady(t)
 	check(t, b, model)
+}
+
+// defaultID is the member ID of a fresh `etcd --name default`.
+const defaultID = 0x8e9e05c52164694d
+
+// defaultMember is what a fresh `etcd --name default` publishes.
+func defaultMember(s *v2store.Store) {
+	s.AddMember(defaultID, []string{"http://localhost:2380"}, false)
+	s.SetMemberAttributes(defaultID, "default", []string{"http://localhost:2379"})
 }

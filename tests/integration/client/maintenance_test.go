@@ -1,10 +1,12 @@
-package client
+package client_test
 
 import (
 	"io"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/client"
 )
 
 func TestClusterAndMaintenance(t *testing.T) {
@@ -15,7 +17,7 @@ func TestClusterAndMaintenance(t *testing.T) {
 	if len(list.Members) != 3 {
 		t.Fatalf("%d members", len(list.Members))
 	}
-	if len(must(c.MemberList(ctx, WithSerializable())).Members) != 3 {
+	if len(must(c.MemberList(ctx, client.WithSerializable())).Members) != 3 {
 		t.Error("serializable member list")
 	}
 	st := must(c.Status(ctx, ms[1].url))
@@ -55,7 +57,7 @@ func TestSyncEndpoints(t *testing.T) {
 	if got := sorted(c.Endpoints()); !slices.Equal(got, voters) {
 		t.Errorf("endpoints after sync: %v, want %v (learner %s)", got, voters, learner.url)
 	}
-	auto, err := New(Config{Endpoints: []string{ms[0].url}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
+	auto, err := client.New(client.Config{Endpoints: []string{ms[0].url}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

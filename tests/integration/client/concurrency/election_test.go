@@ -1,4 +1,4 @@
-package concurrency
+package concurrency_test
 
 import (
 	"context"
@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/client/concurrency"
 )
 
 // campaignAsync starts e.Campaign and returns the channel of its result.
-func campaignAsync(ctx context.Context, e *Election, val string) <-chan error {
+func campaignAsync(ctx context.Context, e *concurrency.Election, val string) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- e.Campaign(ctx, val) }()
 	return done
 }
 
 // leaderValue is the current leader's value.
-func leaderValue(t *testing.T, ctx context.Context, e *Election) string {
+func leaderValue(t *testing.T, ctx context.Context, e *concurrency.Election) string {
 	t.Helper()
 	resp, err := e.Leader(ctx)
 	if err != nil {
@@ -30,7 +31,7 @@ func TestElectionSuccession(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
 	s1, s2 := newSession(t, c), newSession(t, c)
-	e1, e2 := NewElection(s1, "succession"), NewElection(s2, "succession")
+	e1, e2 := concurrency.NewElection(s1, "succession"), concurrency.NewElection(s2, "succession")
 
 	if err := e1.Campaign(ctx, "one"); err != nil {
 		t.Fatal(err)
@@ -58,14 +59,14 @@ func TestElectionSuccession(t *testing.T) {
 	if got := leaderValue(t, ctx, e1); got != "two" {
 		t.Fatalf("leader %q after Resign, want two", got)
 	}
-	if err := e1.Proclaim(ctx, "again"); !errors.Is(err, ErrElectionNotLeader) {
+	if err := e1.Proclaim(ctx, "again"); !errors.Is(err, concurrency.ErrElectionNotLeader) {
 		t.Fatalf("Proclaim after Resign: %v, want ErrElectionNotLeader", err)
 	}
 }
 
 func TestElectionNoLeader(t *testing.T) {
-	e := NewElection(newSession(t, newClient(t)), "nobody")
-	if _, err := e.Leader(testCtx(t)); !errors.Is(err, ErrElectionNoLeader) {
+	e := concurrency.NewElection(newSession(t, newClient(t)), "nobody")
+	if _, err := e.Leader(testCtx(t)); !errors.Is(err, concurrency.ErrElectionNoLeader) {
 		t.Fatalf("Leader of an empty election: %v, want ErrElectionNoLeader", err)
 	}
 }
@@ -73,14 +74,14 @@ func TestElectionNoLeader(t *testing.T) {
 func TestElectionProclaimLostLeadership(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	e := NewElection(newSession(t, c), "lost")
+	e := concurrency.NewElection(newSession(t, c), "lost")
 	if err := e.Campaign(ctx, "v"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Delete(ctx, e.Key()); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Proclaim(ctx, "w"); !errors.Is(err, ErrElectionNotLeader) {
+	if err := e.Proclaim(ctx, "w"); !errors.Is(err, concurrency.ErrElectionNotLeader) {
 		t.Fatalf("Proclaim after losing the key: %v, want ErrElectionNotLeader", err)
 	}
 }
@@ -88,18 +89,18 @@ func TestElectionProclaimLostLeadership(t *testing.T) {
 func TestElectionCampaignAgainProclaims(t *testing.T) {
 	ctx := testCtx(t)
 	s := newSession(t, newClient(t))
-	e := NewElection(s, "again")
+	e := concurrency.NewElection(s, "again")
 	if err := e.Campaign(ctx, "first"); err != nil {
 		t.Fatal(err)
 	}
 	rev := e.Rev()
-	if err := NewElection(s, "again").Campaign(ctx, "second"); err != nil {
+	if err := concurrency.NewElection(s, "again").Campaign(ctx, "second"); err != nil {
 		t.Fatal(err)
 	}
 	if got := leaderValue(t, ctx, e); got != "second" {
 		t.Fatalf("leader %q, want the second campaign's value", got)
 	}
-	if e2 := NewElection(s, "again"); e2.Campaign(ctx, "second") != nil || e2.Rev() != rev {
+	if e2 := concurrency.NewElection(s, "again"); e2.Campaign(ctx, "second") != nil || e2.Rev() != rev {
 		t.Fatalf("a campaign of the same session must keep its key's create revision %d, got %d", rev, e2.Rev())
 	}
 }
@@ -107,14 +108,14 @@ func TestElectionCampaignAgainProclaims(t *testing.T) {
 func TestElectionCampaignCanceledWithdraws(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
-	leader := NewElection(newSession(t, c), "withdraw")
+	leader := concurrency.NewElection(newSession(t, c), "withdraw")
 	if err := leader.Campaign(ctx, "l"); err != nil {
 		t.Fatal(err)
 	}
 	wc, watching := newWatchingClient(t)
 	s := newSession(t, wc)
 	cctx, cancel := context.WithCancel(ctx)
-	done := campaignAsync(cctx, NewElection(s, "withdraw"), "c")
+	done := campaignAsync(cctx, concurrency.NewElection(s, "withdraw"), "c")
 	<-watching
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -130,11 +131,11 @@ func TestResumeElection(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
 	s := newSession(t, c)
-	e := NewElection(s, "resume")
+	e := concurrency.NewElection(s, "resume")
 	if err := e.Campaign(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	r := ResumeElection(s, "resume", e.Key(), e.Rev())
+	r := concurrency.ResumeElection(s, "resume", e.Key(), e.Rev())
 	if err := r.Proclaim(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestResumeElection(t *testing.T) {
 	if err := r.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Leader(ctx); !errors.Is(err, ErrElectionNoLeader) {
+	if _, err := e.Leader(ctx); !errors.Is(err, concurrency.ErrElectionNoLeader) {
 		t.Fatalf("Leader after the resumed Resign: %v, want ErrElectionNoLeader", err)
 	}
 }
@@ -153,9 +154,9 @@ func TestElectionObserve(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t)
 	s1, s2 := newSession(t, c), newSession(t, c)
-	e1, e2 := NewElection(s1, "observe"), NewElection(s2, "observe")
+	e1, e2 := concurrency.NewElection(s1, "observe"), concurrency.NewElection(s2, "observe")
 	octx, stop := context.WithCancel(ctx)
-	obs := NewElection(s1, "observe").Observe(octx)
+	obs := concurrency.NewElection(s1, "observe").Observe(octx)
 
 	// Nobody leads yet: the first value comes from the watch.
 	if err := e1.Campaign(ctx, "a"); err != nil {

@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
+	"github.com/cairnkv/cairn/client"
 	"github.com/cairnkv/cairn/pkg/proxy"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/embed"
@@ -71,7 +72,7 @@ func (pn *peerNet) filter(j int, b []byte) []byte {
 }
 
 // learnIDs asks every member for its ID; isolate needs them.
-func (pn *peerNet) learnIDs(ctx context.Context, c *Client, ms []*testMember) {
+func (pn *peerNet) learnIDs(ctx context.Context, c *client.Client, ms []*testMember) {
 	ids := make([]uint64, len(ms))
 	for i, tm := range ms {
 		ids[i] = must(c.Status(ctx, tm.url)).Header.MemberId
@@ -161,6 +162,21 @@ func (cl *callLog) last(method string) string {
 	return ""
 }
 
+// recent is the addresses that served the last n attempts of methods with
+// the given prefix, oldest first (fewer when there were fewer).
+func (cl *callLog) recent(prefix string, n int) []string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var out []string
+	for i := len(cl.calls) - 1; i >= 0 && len(out) < n; i-- {
+		if strings.HasPrefix(cl.calls[i].method, prefix) {
+			out = append(out, cl.calls[i].addr)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
 // memberAt is the index of the member whose client URL has host addr.
 func memberAt(ms []*testMember, addr string) int {
 	for i, tm := range ms {
@@ -173,9 +189,10 @@ func memberAt(ms []*testMember, addr string) int {
 
 // addLearner adds a learner to the cluster of ms through c and starts it;
 // it is stopped when the test ends.
-func addLearner(t *testing.T, c *Client, ms []*testMember) *testMember {
+func addLearner(t *testing.T, c *client.Client, ms []*testMember) *testMember {
 	t.Helper()
-	clientURL, peerURL := freeURL(t), freeURL(t)
+	free := freeURLs(t, 2)
+	clientURL, peerURL := free[0], free[1]
 	// As etcd, --strict-reconfig-check refuses any member add ("unhealthy
 	// cluster") until every voter has been connected for 5 s.
 	waitUntil(t, "learner added", func() bool {
