@@ -14,13 +14,24 @@
 ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
-COPY go.mod go.sum ./
+# cairn is several Go modules in one workspace (go.work; see the README):
+# their go.mod and go.sum files first, so that the download layer is
+# reused until a dependency changes.
+COPY go.work go.mod go.sum ./
+COPY api/go.mod api/go.sum ./api/
+COPY client/go.mod client/go.sum ./client/
+COPY ctl/go.mod ctl/go.sum ./ctl/
+COPY pkg/go.mod pkg/go.sum ./pkg/
+COPY server/go.mod server/go.sum ./server/
+COPY tests/go.mod tests/go.sum ./tests/
+COPY utl/go.mod utl/go.sum ./utl/
 RUN go mod download
 COPY . .
-# Static binaries: the runtime stage has no libc.
+# Static binaries: the runtime stage has no libc. deploy/ (the health
+# check) is a module outside the workspace, built on its own.
 ENV CGO_ENABLED=0
 RUN go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/cairn ./cmd/cairnctl ./cmd/cairnutl && \
-    go build -C deploy -trimpath -ldflags='-s -w' -o /out/cairn-healthcheck ./healthcheck && \
+    GOWORK=off go build -C deploy -trimpath -ldflags='-s -w' -o /out/cairn-healthcheck ./healthcheck && \
     mkdir /out/data && \
     echo 'cairn:x:65532:65532:cairn:/var/lib/cairn:/sbin/nologin' > /out/passwd && \
     echo 'cairn:x:65532:' > /out/group

@@ -3,7 +3,11 @@ module github.com/cairnkv/cairn/deploy
 go 1.26.8
 
 require (
-	github.com/cairnkv/cairn v0.0.0
+	github.com/cairnkv/cairn/pkg v0.1.0 // indirect
+	github.com/cairnkv/cairn/server v0.1.0
+)
+
+require (
 	github.com/prometheus/common v0.72.1
 	github.com/prometheus/prometheus v0.316.0
 	k8s.io/api v0.37.2
@@ -68,4 +72,9 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/cairnkv/cairn => ../
+replace (
+	github.com/cairnkv/cairn/api => ../api
+	github.com/cairnkv/cairn/client => ../client
+	github.com/cairnkv/cairn/pkg => ../pkg
+	github.com/cairnkv/cairn/server => ../server
+)

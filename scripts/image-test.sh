@@ -26,7 +26,7 @@ trap cleanup EXIT
 echo "== static binaries"
 mkdir -p "$work/out/data"
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/out/" ./cmd/cairn ./cmd/cairnctl ./cmd/cairnutl
-CGO_ENABLED=0 go build -C deploy -trimpath -ldflags='-s -w' -o "$work/out/cairn-healthcheck" ./healthcheck
+CGO_ENABLED=0 GOWORK=off go build -C deploy -trimpath -ldflags='-s -w' -o "$work/out/cairn-healthcheck" ./healthcheck
 echo 'cairn:x:65532:65532:cairn:/var/lib/cairn:/sbin/nologin' > "$work/out/passwd"
 echo 'cairn:x:65532:' > "$work/out/group"
 

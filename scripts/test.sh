@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every check main must pass: formatting, vet, unit tests with the race
-# detector, and the end-to-end tests against the real binary (short mode).
+# Runs every check main must pass: formatting, vet, the module files, unit
+# tests with the race detector, and the end-to-end tests against the real
+# binary (short mode), over every module of the go.work workspace (the
+# "work" package pattern), and deploy/ on its own.
 # Usage: ./scripts/test.sh            (CI and local)
 #        FULL=1 ./scripts/test.sh     (e2e without -short)
 set -euo pipefail
@@ -14,13 +16,24 @@ if [ -n "$unformatted" ]; then
 fi
 
 echo "== go vet"
-go vet ./...
+go vet work
+
+# Each module's go.mod and go.sum are what go mod tidy makes of them, as
+# the module is seen on its own (GOWORK=off: tidy ignores the workspace).
+# The cross-module checks (lean client, one version, shared dependency
+# versions, set-version.sh) are the tests of ./tests/modules, run below.
+echo "== go mod tidy (every module)"
+for mod in $(go list -m -f '{{.Dir}}') deploy; do
+  if ! diff=$(cd "$mod" && GOWORK=off go mod tidy -diff 2>&1); then
+    echo "go mod tidy would change $mod:"; echo "$diff"; exit 1
+  fi
+done
 
 short="-short"
 [ "${FULL:-}" = 1 ] && short=""
 
 echo "== unit tests (race; one package at a time: several start members on free ports)"
-go test -race -count=1 -p 1 $(go list ./... | grep -v /tests/)
+go test -race -count=1 -p 1 $(go list work | grep -v /tests/)
 # The failpoint registry exists only under its build tag.
 go test -race -count=1 -tags failpoints ./pkg/failpoint
 
@@ -41,10 +54,12 @@ grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' serv
     echo "ok   $target ./$dir"
   done
 
-# deploy/ is a module of its own (its tests need k8s.io/api and
-# Prometheus' rule parser, which cairn's users should never download).
+# deploy/ is a module of its own outside the workspace (its tests need
+# k8s.io/api and Prometheus' rule parser, which cairn's users should never
+# download, and which would raise shared dependency versions in a
+# workspace build); its replace directives point it at the local modules.
 echo "== deployment assets (deploy/: manifests, systemd unit, rules, dashboard, license)"
-(cd deploy && go vet ./... && go test -race -count=1 ./...)
+(cd deploy && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
 
 echo "== e2e and compatibility tests (real processes; one package at a time)"
 go test -race -count=1 $short -p 1 -timeout 20m ./tests/...

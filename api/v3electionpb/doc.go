@@ -4,4 +4,4 @@
 // tools/protogen; v3election_grpc.pb.go is written by hand.
 package v3electionpb
 
-//go:generate go run -C ../../tools/protogen . -I ../../api/v3electionpb -I imports -out ../../api/v3electionpb v3election.proto
+//go:generate env GOWORK=off go run -C ../../tools/protogen . -I ../../api/v3electionpb -I imports -out ../../api/v3electionpb v3election.proto

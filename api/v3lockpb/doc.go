@@ -4,4 +4,4 @@
 // v3lock_grpc.pb.go is written by hand.
 package v3lockpb
 
-//go:generate go run -C ../../tools/protogen . -I ../../api/v3lockpb -I imports -out ../../api/v3lockpb v3lock.proto
+//go:generate env GOWORK=off go run -C ../../tools/protogen . -I ../../api/v3lockpb -I imports -out ../../api/v3lockpb v3lock.proto
