@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/cairnkv/cairn/client"
 )
@@ -231,19 +233,31 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 	ms := startCluster(t, 3)
 	learner := addLearner(t, newClient(t, urls(ms)...), ms)
 	var log callLog
+	core, logs := observer.New(zap.InfoLevel)
 	c, err := client.New(client.Config{
 		Endpoints:   append([]string{learner.url}, urls(ms)...),
 		DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond,
-		DialOptions: log.dialOptions(),
+		DialOptions: log.dialOptions(), Logger: zap.New(core),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// The first health check round finds the learner and takes it out of
-	// the balancer before the next round starts, so once the learner has
-	// answered two Status requests no request is routed to it.
-	waitUntil(t, "learner left out", func() bool { return log.servedBy("/etcdserverpb.Maintenance/Status", learner.url) >= 2 })
+	// A health check round that finds the learner logs that it steers
+	// requests off it, then hands gRPC the voters; the next round starts
+	// only after that. So once a Status request reaches the learner after
+	// the log, the learner is out of the balancer.
+	const status = "/etcdserverpb.Maintenance/Status"
+	steered, statusBefore := false, 0
+	waitUntil(t, "learner left out", func() bool {
+		if !steered {
+			if logs.FilterMessage("steering requests off unhealthy endpoints").Len() > 0 {
+				steered, statusBefore = true, log.servedBy(status, learner.url)
+			}
+			return false
+		}
+		return log.servedBy(status, learner.url) > statusBefore
+	})
 	ctx := testCtx(t)
 	for i := range 20 {
 		must(c.Put(ctx, "k", fmt.Sprint(i)))
@@ -253,7 +267,7 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 		t.Errorf("learner served %d KV requests", n)
 	}
 	// The log does see the learner: the health check asks it.
-	if log.servedBy("/etcdserverpb.Maintenance/Status", learner.url) == 0 {
+	if log.servedBy(status, learner.url) == 0 {
 		t.Error("no Status request reached the learner")
 	}
 }
