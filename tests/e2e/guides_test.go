@@ -105,6 +105,8 @@ func runGuide(t *testing.T, name string, portVars ...string) string {
 		}
 	case <-time.After(4 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done // the shell no longer writes to out
+		dumpGuideLogs(t, dir)
 		t.Fatalf("docs/%s did not finish in 4 minutes:\n%s", name, out.String())
 	}
 	t.Logf("docs/%s:\n%s", name, out.String())
