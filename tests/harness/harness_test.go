@@ -137,6 +137,23 @@ func TestSinceLastStart(t *testing.T) {
 	}
 }
 
+func TestLastLines(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb", 5, "a\nb"},
+		{"", 3, ""},
+	}
+	for _, tt := range tests {
+		if got := lastLines(tt.in, tt.n); got != tt.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
 func TestCleanExit(t *testing.T) {
 	termed := exec.Command("sh", "-c", "kill -TERM $$").Run()
 	failed := exec.Command("sh", "-c", "exit 3").Run()
@@ -236,7 +253,7 @@ func TestTerminateKillsAfterBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := p.Terminate(syscall.SIGTERM, 200*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "killed") || p.Running() {
+	if !errors.Is(err, ErrNotStopped) || p.Running() {
 		t.Fatalf("Terminate of a process ignoring SIGTERM = %v (running %v)", err, p.Running())
 	}
 }
@@ -260,5 +277,34 @@ func TestCleanEnv(t *testing.T) {
 	env := strings.Join(CleanEnv(), "\n")
 	if strings.Contains(env, "ETCD_NAME") || strings.Contains(env, "ETCDCTL_API") || !strings.Contains(env, "CAIRN_KEEP=1") {
 		t.Errorf("CleanEnv kept or dropped the wrong variables")
+	}
+}
+
+func TestToolRun(t *testing.T) {
+	t.Setenv("ETCDCTL_ENDPOINTS", "leaked")
+	tests := []struct {
+		name    string
+		tool    Tool
+		script  string
+		want    ToolRun
+		wantErr bool
+	}{
+		{"output and status", Tool{}, "echo out; echo err >&2; exit 3", ToolRun{Stdout: "out\n", Stderr: "err\n", Exit: 3}, false},
+		{"stdin and env, clean of ETCDCTL_", Tool{Stdin: "in", Env: []string{"X=1"}}, `cat; echo "$X${ETCDCTL_ENDPOINTS}"`, ToolRun{Stdout: "in1\n"}, false},
+		{"timeout is an error", Tool{Timeout: 50 * time.Millisecond}, "exec sleep 5", ToolRun{Exit: 0}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.tool.Run("/bin/sh", "-c", tt.script)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, want error %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && got != tt.want {
+				t.Errorf("run = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if _, err := (Tool{}).Run("/no/such/tool"); err == nil {
+		t.Error("a missing tool: no error")
 	}
 }

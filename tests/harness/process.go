@@ -24,6 +24,10 @@ const (
 	StopTimeout = 20 * time.Second
 )
 
+// ErrNotStopped is wrapped by Terminate's error when the process outlived
+// its bound and was killed.
+var ErrNotStopped = errors.New("did not exit in time; killed")
+
 // startMarker begins the log of every start of a process, so that LogSince
 // can find the latest.
 const startMarker = "=== start "
@@ -61,7 +65,7 @@ func (p *Process) Launch() (<-chan struct{}, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log of %s: %w", p.Name, err)
 	}
-	fmt.Fprintf(logFile, "%s%s %s\n", startMarker, p.Bin, strings.Join(p.Args, " "))
+	fmt.Fprintf(logFile, "%s%s %s %s\n", startMarker, time.Now().Format(time.RFC3339Nano), p.Bin, strings.Join(p.Args, " "))
 	w := newLineWatcher(logFile, ReadyLine)
 	cmd := exec.Command(p.Bin, p.Args...)
 	cmd.Env = append(environ(p.CleanEnv), p.Env...)
@@ -166,7 +170,7 @@ func (p *Process) Terminate(sig syscall.Signal, bound time.Duration) error {
 	case <-time.After(bound):
 	}
 	p.Kill()
-	return fmt.Errorf("%s did not exit within %v after %v; killed", p.Name, bound, sig)
+	return fmt.Errorf("%s after %v for %v: %w", p.Name, sig, bound, ErrNotStopped)
 }
 
 // Stop is a graceful stop: SIGTERM, SIGKILL after StopTimeout.
@@ -201,6 +205,24 @@ func sinceLastStart(log string) string {
 		return log[i:]
 	}
 	return log
+}
+
+// LogTail returns the last n lines the process logged since its latest
+// start, for failure messages.
+func (p *Process) LogTail(n int) string {
+	s, err := p.LogSince()
+	if err != nil {
+		return fmt.Sprintf("(log of %s: %v)", p.Name, err)
+	}
+	return lastLines(s, n)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // WaitLog waits until the process has logged a line containing needle
