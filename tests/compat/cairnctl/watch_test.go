@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // runHeld runs a tool whose stdin stays open until it exits, as a watch
@@ -19,7 +21,7 @@ func runHeld(t *testing.T, bin string, m *member, st step) result {
 	t.Helper()
 	args := append([]string{"--endpoints=" + m.hostPort}, st.args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(cleanEnv(), st.env...)
+	cmd.Env = append(harness.CleanEnv(), st.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
