@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/proxy"
 )
 
 func TestPortSetNeverRepeats(t *testing.T) {
@@ -306,5 +308,31 @@ func TestToolRun(t *testing.T) {
 	}
 	if _, err := (Tool{}).Run("/no/such/tool"); err == nil {
 		t.Error("a missing tool: no error")
+	}
+}
+
+func TestPeerCutDrops(t *testing.T) {
+	c := &PeerCut{proxies: make([]*proxy.Proxy, 3), ids: []uint64{0xa1, 0xb2, 0xc3}, cut: map[int]bool{}}
+	from := func(id string) []byte { return []byte("POST /raft HTTP/1.1\r\nX-Server-From: " + id + "\r\n\r\n") }
+	if c.drops(0, from("b2")) {
+		t.Fatal("nothing cut: dropped")
+	}
+	c.cut[1] = true
+	tests := []struct {
+		proxy int
+		chunk []byte
+		drop  bool
+	}{
+		{0, from("b2"), true},         // m1's request through m0's proxy
+		{2, from("b2"), true},         // and through m2's
+		{1, from("b2"), false},        // its own proxy is blackholed instead
+		{0, from("c3"), false},        // another sender
+		{0, from("b"), false},         // a prefix of the ID is not the ID
+		{0, []byte("payload"), false}, // a body chunk names no sender
+	}
+	for _, tt := range tests {
+		if got := c.drops(tt.proxy, tt.chunk); got != tt.drop {
+			t.Errorf("proxy %d, %q: drops = %v, want %v", tt.proxy, tt.chunk, got, tt.drop)
+		}
 	}
 }
