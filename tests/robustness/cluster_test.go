@@ -1,7 +1,6 @@
 package robustness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -95,15 +94,16 @@ type cluster struct {
 	// failpoints: the members serve /failpoints (a cairn built with
 	// -tags failpoints).
 	failpoints bool
+	// cut isolates members behind their proxies.
+	cut *harness.PeerCut
 
-	mu       sync.Mutex
-	isolated map[int]bool
+	mu sync.Mutex // guards ids, which a member replacement changes
 }
 
 // startCluster starts size members of bin with logs and data under dir.
 func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) *cluster {
 	mountPowerDisks(t, dir, size) // first: the mounts must outlive the members
-	c := &cluster{t: t, dir: dir, isolated: map[int]bool{}}
+	c := &cluster{t: t, dir: dir}
 	listen := make([]string, size)
 	c.listen = listen
 	var initial []string
@@ -116,9 +116,9 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 		c.proxies = append(c.proxies, p)
 		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, p.Addr()))
 	}
+	c.cut = harness.NewPeerCut(c.proxies)
 	t.Cleanup(c.shutdown)
 	for i := range size {
-		c.filterIsolatedSenders(i)
 		clientURL := harness.FreeURL(t)
 		c.endpoints = append(c.endpoints, clientURL)
 		name := fmt.Sprintf("m%d", i)
@@ -172,7 +172,7 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 		if _, err := fmt.Sscanf(m.Name, "m%d", &i); err != nil || i < 0 || i >= size {
 			t.Fatalf("unexpected member %q", m.Name)
 		}
-		c.ids[i] = m.ID
+		c.setID(i, m.ID)
 	}
 	if _, err := c.waitLeader(recoverTimeout); err != nil {
 		t.Fatal(err)
@@ -295,61 +295,20 @@ func (c *cluster) waitLeader(d time.Duration) (int, error) {
 	}
 }
 
-// filterIsolatedSenders makes proxy j drop every request chunk sent by an
-// isolated member (the raft transport names the sender in X-Server-From):
-// blackholing a member's own proxy only cuts connections the others open
-// to it, not the ones it opens to them.
-func (c *cluster) filterIsolatedSenders(j int) {
-	c.proxies[j].ModifyTx(func(b []byte) []byte {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.isolated) == 0 {
-			return b
-		}
-		lower := bytes.ToLower(b)
-		for k := range c.isolated {
-			if k != j && bytes.Contains(lower, fmt.Appendf(nil, "x-server-from: %x\r\n", c.ids[k])) {
-				return nil
-			}
-		}
-		return b
-	})
-}
-
 // setID records member i's ID, which a member replacement changes; the
 // proxies' sender filters read it concurrently.
 func (c *cluster) setID(i int, id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ids[i] = id
+	c.cut.SetID(i, id)
 }
 
 // isolate cuts member i off from its peers (clients still reach it).
-func (c *cluster) isolate(i int) {
-	c.mu.Lock()
-	c.isolated[i] = true
-	c.mu.Unlock()
-	c.proxies[i].BlackholeTx()
-	c.proxies[i].BlackholeRx()
-	for _, p := range c.proxies {
-		p.ResetConnections()
-	}
-}
+func (c *cluster) isolate(i int) { c.cut.Isolate(i) }
 
 // heal undoes isolate(i).
-func (c *cluster) heal(i int) {
-	c.mu.Lock()
-	was := c.isolated[i]
-	delete(c.isolated, i)
-	c.mu.Unlock()
-	c.proxies[i].UnblackholeTx()
-	c.proxies[i].UnblackholeRx()
-	if was {
-		for _, p := range c.proxies {
-			p.ResetConnections()
-		}
-	}
-}
+func (c *cluster) heal(i int) { c.cut.Heal(i) }
 
 // syncRevision makes member i serve a linearizable read and returns the
 // revision it read at.

@@ -105,7 +105,7 @@ func (c *cluster) replaceProxy(i int) error {
 	}
 	old := c.proxies[i]
 	c.proxies[i] = np
-	c.filterIsolatedSenders(i)
+	c.cut.SetProxy(i, np)
 	old.Close()
 	return nil
 }
