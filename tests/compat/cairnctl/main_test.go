@@ -127,19 +127,22 @@ func normalise(r result) string {
 // the other.
 type twins struct{ ms [2]*member }
 
-func (tw twins) check(t *testing.T, st step) {
+// runBoth runs st with etcdctl and cairnctl at once, each against its
+// member, through run, and returns both outputs normalised.
+func (tw twins) runBoth(t *testing.T, st step, run func(*testing.T, string, *member, step) result) (etcdctl, cairnctl string) {
 	t.Helper()
 	var res [2]result
 	var wg sync.WaitGroup
 	for i, bin := range []string{etcdctlBin, cairnctlBin} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[i] = runTool(t, bin, tw.ms[i], st)
-		}()
+		wg.Go(func() { res[i] = run(t, bin, tw.ms[i], st) })
 	}
 	wg.Wait()
-	e, c := normalise(res[0]), normalise(res[1])
+	return normalise(res[0]), normalise(res[1])
+}
+
+func (tw twins) check(t *testing.T, st step) {
+	t.Helper()
+	e, c := tw.runBoth(t, st, runTool)
 	if e != c {
 		t.Errorf("%q <<< %q: outputs differ\n=== etcdctl:\n%s\n=== cairnctl:\n%s", st.args, st.stdin, e, c)
 	}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,17 +53,7 @@ func (tw twins) checkHeld(t *testing.T, steps []step) {
 	t.Helper()
 	for _, st := range steps {
 		t.Run(strings.Join(st.args, " ")+" <<< "+st.stdin, func(t *testing.T) {
-			var res [2]result
-			var wg sync.WaitGroup
-			for i, bin := range []string{etcdctlBin, cairnctlBin} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res[i] = runHeld(t, bin, tw.ms[i], st)
-				}()
-			}
-			wg.Wait()
-			if e, c := normalise(res[0]), normalise(res[1]); e != c {
+			if e, c := tw.runBoth(t, st, runHeld); e != c {
 				t.Errorf("outputs differ\n=== etcdctl:\n%s\n=== cairnctl:\n%s", e, c)
 			} else if !strings.Contains(e, st.want) {
 				t.Errorf("etcdctl output lacks %q:\n%s", st.want, e)

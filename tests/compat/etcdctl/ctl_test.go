@@ -89,12 +89,16 @@ func (p *pair) check(t *testing.T, st step) string {
 func (p *pair) checkAll(t *testing.T, steps []step) {
 	t.Helper()
 	for _, st := range steps {
-		name := st.name
-		if name == "" {
-			name = strings.Join(st.args, " ")
-		}
-		t.Run(name, func(t *testing.T) { p.check(t, st) })
+		t.Run(st.title(), func(t *testing.T) { p.check(t, st) })
 	}
+}
+
+// title names the step's subtest: its name, or else its arguments.
+func (st step) title() string {
+	if st.name != "" {
+		return st.name
+	}
+	return strings.Join(st.args, " ")
 }
 
 // scratchTag in arguments stands for the server's scratch directory.
