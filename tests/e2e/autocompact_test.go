@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // autoCompactBound only stops a hang: a 2s periodic retention compacts
@@ -108,8 +109,8 @@ func TestMemberFlagValuesMatchEtcd(t *testing.T) {
 // once it exits (the bound only stops a hang).
 func runToExit(t *testing.T, bin string, args []string) (string, error) {
 	t.Helper()
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	client := harness.FreeURL(t)
+	peer := harness.FreeURL(t)
 	c, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	all := append([]string{"--data-dir", filepath.Join(t.TempDir(), "data"),

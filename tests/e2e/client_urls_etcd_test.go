@@ -17,6 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/status"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestClientURLFormsLikeEtcd serves the client URLs in the forms etcd
@@ -84,7 +86,7 @@ func clientURLMember(t *testing.T, bin string, args ...string) *member {
 }
 
 func probeSharedPort(t *testing.T, ca *testCA, cert, key, bin string) []string {
-	port, sockPort := freePort(t), freePort(t)
+	port, sockPort := harness.FreePort(t), harness.FreePort(t)
 	plain, secure := fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("https://127.0.0.1:%d", port)
 	sock := fmt.Sprintf("localhost:%d", sockPort)
 	m := clientURLMember(t, bin,
@@ -125,8 +127,8 @@ func probeSharedPort(t *testing.T, ca *testCA, cert, key, bin string) []string {
 }
 
 func probeClientHTTPURLs(t *testing.T, ca *testCA, cert, key, bin string) []string {
-	grpcURL := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
-	hport := freePort(t)
+	grpcURL := fmt.Sprintf("https://127.0.0.1:%d", harness.FreePort(t))
+	hport := harness.FreePort(t)
 	hplain, hsecure := fmt.Sprintf("http://127.0.0.1:%d", hport), fmt.Sprintf("https://127.0.0.1:%d", hport)
 	clientURLMember(t, bin,
 		"--listen-client-urls", grpcURL, "--advertise-client-urls", grpcURL,

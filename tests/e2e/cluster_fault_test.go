@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // quorumLossErrs are the errors etcd gives for a request that cannot reach
@@ -166,25 +167,7 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	}
 
 	const writes = 500
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := w; n < writes; n += 8 {
-				if _, err := c.clients[l].Put(ctx(t), fmt.Sprintf("bulk/%03d", n), strings.Repeat("v", 100)); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatalf("put while m%d is down: %s", f, describeErr(err))
-	}
+	putConcurrently(t, c.clients[l], "bulk/", writes)
 
 	c.members[f].restart()
 	c.waitValue(t, f, fmt.Sprintf("bulk/%03d", writes-1), strings.Repeat("v", 100))
@@ -362,7 +345,7 @@ func TestClusterRestartWithOtherInitialCluster(t *testing.T) {
 	mustPut(t, c.clients[0], "a", "2")
 
 	m := c.members[victim]
-	other := fmt.Sprintf("%s=%s,x1=http://127.0.0.1:%d,x2=http://127.0.0.1:%d", m.name, m.peerURL, freePort(t), freePort(t))
+	other := fmt.Sprintf("%s=%s,x1=http://127.0.0.1:%d,x2=http://127.0.0.1:%d", m.name, m.peerURL, harness.FreePort(t), harness.FreePort(t))
 	var args []string
 	for k := 0; k < len(m.args); k++ {
 		switch m.args[k] {

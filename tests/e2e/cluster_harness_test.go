@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/proxy"
-	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -66,29 +63,15 @@ type cluster struct {
 	ids     []uint64 // member IDs by index, from MemberList
 	// initialCluster is the shared --initial-cluster value.
 	initialCluster string
-
-	mu       sync.Mutex
-	isolated map[int]bool
+	// cut isolates members behind their proxies (nil without proxies).
+	cut *harness.PeerCut
 }
 
 // etcdBinary returns the real etcd v3.7.3 binary, skipping the test if it
 // cannot be built; in -short mode it is not built, only used if cached.
 func etcdBinary(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		dir, err := etcdtools.Dir()
-		if err != nil {
-			t.Skipf("etcd %s cache: %v", etcdtools.Version, err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "bin", "etcd")); err != nil {
-			t.Skipf("etcd %s not built yet; not building it in -short mode", etcdtools.Version)
-		}
-	}
-	p, err := etcdtools.Path("etcd")
-	if err != nil {
-		t.Skipf("etcd %s not available: %v", etcdtools.Version, err)
-	}
-	return p
+	return harness.Etcd(t, "etcd")
 }
 
 // startCluster starts o.size members with a shared --initial-cluster, waits
@@ -109,35 +92,37 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		o.peerScheme = "http"
 	}
 	ref := os.Getenv(referenceEnv) == "etcd"
-	c := &cluster{t: t, token: o.token, isolated: map[int]bool{}}
+	c := &cluster{t: t, token: o.token}
 	dir := t.TempDir()
 
 	advertised := make([]string, o.size)
 	listen := make([]string, o.size)
 	var ic []string
 	for i := range o.size {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen[i] = harness.FreeAddr(t)
 		advertised[i] = listen[i]
 		if o.proxies {
-			p, err := proxy.New(proxy.Config{Listen: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Target: listen[i]})
+			p, err := proxy.New(proxy.Config{Listen: harness.FreeAddr(t), Target: listen[i]})
 			if err != nil {
 				t.Fatalf("proxy for member %d: %v", i, err)
 			}
 			t.Cleanup(func() { p.Close() })
 			c.proxies = append(c.proxies, p)
 			advertised[i] = p.Addr()
-			c.installSenderFilter(i)
 		}
 		ic = append(ic, fmt.Sprintf("m%d=%s://%s", i, o.peerScheme, advertised[i]))
 	}
 	c.initialCluster = strings.Join(ic, ",")
+	if o.proxies {
+		c.cut = harness.NewPeerCut(c.proxies)
+	}
 
 	for i := range o.size {
 		m := &member{
 			t:         t,
 			name:      fmt.Sprintf("m%d", i),
 			dataDir:   filepath.Join(dir, fmt.Sprintf("m%d.etcd", i)),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			clientURL: harness.FreeURL(t),
 			peerURL:   o.peerScheme + "://" + listen[i],
 			logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
 			bin:       o.bins[i],
@@ -148,19 +133,20 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		if ref && m.bin == "" {
 			m.bin = etcdBinary(t)
 		}
-		m.args = append([]string{
-			"--name", m.name,
-			"--data-dir", m.dataDir,
-			"--listen-client-urls", m.clientURL,
-			"--advertise-client-urls", m.clientURL,
-			"--listen-peer-urls", m.peerURL,
-			"--initial-advertise-peer-urls", o.peerScheme + "://" + advertised[i],
-			"--initial-cluster", c.initialCluster,
-			"--initial-cluster-token", o.token,
-			"--initial-cluster-state", "new",
-			"--heartbeat-interval", "50",
-			"--election-timeout", strconv.Itoa(o.electionMs),
-		}, o.args...)
+		m.args = harness.Flags{
+			Name:             m.name,
+			DataDir:          m.dataDir,
+			ClientURL:        m.clientURL,
+			PeerURL:          m.peerURL,
+			AdvertisePeerURL: o.peerScheme + "://" + advertised[i],
+			InitialCluster:   c.initialCluster,
+			Token:            o.token,
+			State:            "new",
+			Extra: append([]string{
+				"--heartbeat-interval", "50",
+				"--election-timeout", strconv.Itoa(o.electionMs),
+			}, o.args...),
+		}.Args()
 		c.members = append(c.members, m)
 	}
 	t.Cleanup(c.stopAll)
@@ -189,6 +175,9 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	for i, id := range c.ids {
 		if id == 0 {
 			t.Fatalf("member m%d missing from member list %v", i, resp.Members)
+		}
+		if c.cut != nil {
+			c.cut.SetID(i, id)
 		}
 	}
 	c.waitLeader(c.all()...)
@@ -320,61 +309,18 @@ func allEqual[T comparable](s []T) bool {
 	return true
 }
 
-// installSenderFilter makes proxy j discard every request chunk that names
-// an isolated member as its sender (rafthttp's X-Server-From header).
-// Blackholing a member's own proxy only cuts the connections other members
-// open to it; the member also opens connections to the others (pipeline
-// posts carrying its messages, stream requests over which the others send
-// it theirs), and those go through the others' proxies.
-func (c *cluster) installSenderFilter(j int) {
-	c.proxies[j].ModifyTx(func(b []byte) []byte {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.isolated) == 0 {
-			return b
-		}
-		lower := bytes.ToLower(b)
-		for k := range c.isolated {
-			if k != j && bytes.Contains(lower, []byte(fmt.Sprintf("x-server-from: %x\r\n", c.ids[k]))) {
-				return nil
-			}
-		}
-		return b
-	})
-}
-
-// isolate cuts member i off from every other member: its proxy discards
-// all traffic in both directions, the other proxies discard requests it
-// sends, and connections it already had to them are reset.
+// isolate cuts member i off from every other member (see
+// harness.PeerCut).
 func (c *cluster) isolate(i int) {
 	c.t.Helper()
-	if c.proxies == nil {
+	if c.cut == nil {
 		c.t.Fatal("isolate needs a cluster started with proxies")
 	}
-	c.mu.Lock()
-	c.isolated[i] = true
-	c.mu.Unlock()
-	c.proxies[i].BlackholeTx()
-	c.proxies[i].BlackholeRx()
-	for j, p := range c.proxies {
-		if j != i {
-			p.ResetConnections()
-		}
-	}
+	c.cut.Isolate(i)
 }
 
-// heal undoes isolate(i); every proxy's connections are reset so that no
-// stream carries on from the middle of a discarded message.
-func (c *cluster) heal(i int) {
-	c.mu.Lock()
-	delete(c.isolated, i)
-	c.mu.Unlock()
-	c.proxies[i].UnblackholeTx()
-	c.proxies[i].UnblackholeRx()
-	for _, p := range c.proxies {
-		p.ResetConnections()
-	}
-}
+// heal undoes isolate(i).
+func (c *cluster) heal(i int) { c.cut.Heal(i) }
 
 // syncRead makes member i serve a linearizable read and returns its
 // revision; afterwards the member has applied everything committed before.
@@ -450,13 +396,9 @@ func (c *cluster) assertConsistent(t testing.TB, idx ...int) {
 // logSince returns member m's log output written by its most recent start.
 func logSince(t testing.TB, m *member) string {
 	t.Helper()
-	b, err := os.ReadFile(m.logPath)
+	s, err := m.proc.LogSince()
 	if err != nil {
 		t.Fatalf("reading log of %s: %v", m.name, err)
-	}
-	s := string(b)
-	if i := strings.LastIndex(s, "=== start "); i >= 0 {
-		s = s[i:]
 	}
 	return s
 }
@@ -471,12 +413,4 @@ func (c *cluster) sigterm(i int) (time.Duration, error) {
 // gracefulExit maps the exit of a process stopped by SIGTERM to nil when it
 // was clean: exit status 0, or death by the SIGTERM itself, which is how
 // etcd ends once its shutdown is done (it re-raises the signal).
-func gracefulExit(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
-			return nil
-		}
-	}
-	return err
-}
+func gracefulExit(err error) error { return harness.GracefulExit(err) }

@@ -3,12 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/cairnkv/cairn/tests/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,31 +47,10 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-var (
-	ctlBuild     sync.Once
-	ctlBin       string
-	ctlBuildErr  error
-	ctlBuildOnce = func() (string, error) {
-		ctlBuild.Do(func() {
-			dir, err := os.MkdirTemp("", "cairn-e2e-ctl-")
-			if err != nil {
-				ctlBuildErr = err
-				return
-			}
-			ctlBin = filepath.Join(dir, "cairnctl")
-			out, err := exec.Command("go", "build", "-o", ctlBin, "github.com/cairnkv/cairn/cmd/cairnctl").CombinedOutput()
-			if err != nil {
-				ctlBuildErr = fmt.Errorf("building cairnctl: %v: %s", err, out)
-			}
-		})
-		return ctlBin, ctlBuildErr
-	}
-)
-
 // cairnctl runs cairnctl against endpoint and returns its output.
 func cairnctl(t *testing.T, endpoint string, args ...string) string {
 	t.Helper()
-	bin, err := ctlBuildOnce()
+	bin, err := harness.Build("cairnctl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestDiscoveryV3 bootstraps a cluster through v3 discovery: three members
@@ -88,9 +90,7 @@ func TestDiscoveryV3(t *testing.T) {
 	// A fourth member with the same token is refused and exits non-zero.
 	extra := newMember(3)
 	extra.launch()
-	extra.mu.Lock()
-	exited := extra.exited
-	extra.mu.Unlock()
+	exited := extra.exited()
 	select {
 	case <-exited:
 	case <-time.After(startTimeout):
@@ -120,8 +120,8 @@ func discoveryMember(t *testing.T, dir string, i int, token, discURL string, ext
 		t:         t,
 		name:      fmt.Sprintf("m%d", i),
 		dataDir:   filepath.Join(dir, fmt.Sprintf("m%d.etcd", i)),
-		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		clientURL: harness.FreeURL(t),
+		peerURL:   harness.FreeURL(t),
 		logPath:   filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
 	}
 	if os.Getenv(referenceEnv) == "etcd" {
@@ -192,9 +192,7 @@ func TestDiscoveryV3WithAuth(t *testing.T) {
 
 	bad := discoveryMember(t, dir, 1, token+"-other", disc.clientURL, "--discovery-user", "disc", "--discovery-password", "wrong")
 	bad.launch()
-	bad.mu.Lock()
-	exited := bad.exited
-	bad.mu.Unlock()
+	exited := bad.exited()
 	select {
 	case <-exited:
 	case <-time.After(startTimeout):

@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/cairnkv/cairn/tests/harness"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,26 +20,10 @@ import (
 // under write load.
 const crashWait = 30 * time.Second
 
-var (
-	failpointBinOnce sync.Once
-	failpointBin     string
-	failpointBinErr  error
-)
-
-// failpointBinary builds cairn with -tags failpoints once, next to
-// cairnBin (TestMain removes both).
+// failpointBinary builds cairn with -tags failpoints once.
 func failpointBinary(t *testing.T) string {
 	t.Helper()
-	failpointBinOnce.Do(func() {
-		failpointBin = filepath.Join(filepath.Dir(cairnBin), "cairn-failpoints")
-		build := exec.Command("go", "build", "-tags", "failpoints", "-o", failpointBin, "github.com/cairnkv/cairn/cmd/cairn")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		failpointBinErr = build.Run()
-	})
-	if failpointBinErr != nil {
-		t.Fatalf("building cairn with -tags failpoints: %v", failpointBinErr)
-	}
-	return failpointBin
+	return harness.Binary(t, "cairn", "failpoints")
 }
 
 // The production binary carries no failpoint machinery: neither the
@@ -59,14 +41,7 @@ func TestProductionBinaryHasNoFailpoints(t *testing.T) {
 // fpRequest sends an HTTP request to the member's failpoint endpoint.
 func fpRequest(t *testing.T, m *member, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), method, m.clientURL+"/failpoints"+path, strings.NewReader(body))
-	must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return resp.StatusCode, string(b)
+	return httpDo(t, method, m.clientURL+"/failpoints"+path, body)
 }
 
 // TestFailpointCrashKeepsAcknowledgedWrites crashes a member at a failpoint
@@ -163,9 +138,7 @@ func putUntilError(t *testing.T, cli *clientv3.Client, prefix string, n int) []a
 // status 2 and the point named in its log.
 func waitCrash(t *testing.T, m *member, point string) {
 	t.Helper()
-	m.mu.Lock()
-	exited := m.exited
-	m.mu.Unlock()
+	exited := m.exited()
 	select {
 	case <-exited:
 	case <-time.After(crashWait):

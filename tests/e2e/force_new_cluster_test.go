@@ -1,10 +1,11 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestForceNewCluster loses quorum for good (every member killed, two data
@@ -52,7 +53,7 @@ func TestForceNewCluster(t *testing.T) {
 	assertAcked(t, c, 2, acked)
 
 	// Grow again: a new member joins and receives everything.
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := harness.FreeURL(t)
 	id, _, ic := c.addMember(t, 2, "m3", peerURL, false)
 	j := c.joinMember(t, "m3", peerURL, ic, id)
 	deadline := time.Now().Add(clusterWait)

@@ -156,14 +156,7 @@ func (s *gwSession) stream(path, body string) (int, []map[string]any) {
 
 func httpPost(t *testing.T, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, url, strings.NewReader(body))
-	must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return resp.StatusCode, string(raw)
+	return httpDo(t, http.MethodPost, url, body)
 }
 
 // str digs a string out of a decoded answer: path of keys, then indexes.

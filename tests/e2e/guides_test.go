@@ -7,10 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // The guides in docs/ are tested by running their shell blocks, exactly as
@@ -26,26 +27,12 @@ func TestGuideTLS(t *testing.T) {
 	runGuide(t, "tls.md", "C1", "C2", "C3", "P1", "P2", "P3")
 }
 
-var (
-	toolsOnce sync.Once
-	toolsDir  string
-	toolsErr  error
-)
-
-// guideTools builds cairnctl and cairnutl next to cairnBin.
+// guideTools builds cairnctl and cairnutl next to cairnBin and returns
+// their directory.
 func guideTools(t *testing.T) string {
 	t.Helper()
-	toolsOnce.Do(func() {
-		toolsDir = filepath.Dir(cairnBin)
-		cmd := exec.Command("go", "build", "-o", toolsDir+"/", "github.com/cairnkv/cairn/cmd/cairnctl", "github.com/cairnkv/cairn/cmd/cairnutl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			toolsErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if toolsErr != nil {
-		t.Fatal(toolsErr)
-	}
-	return toolsDir
+	harness.Binary(t, "cairnutl")
+	return filepath.Dir(harness.Binary(t, "cairnctl"))
 }
 
 // shellBlocks returns the ```sh blocks of a markdown file, in order.
@@ -86,7 +73,7 @@ func runGuide(t *testing.T, name string, portVars ...string) string {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	for _, v := range portVars {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", v, freePort(t)))
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", v, harness.FreePort(t)))
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer

@@ -3,6 +3,8 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -89,4 +91,18 @@ func currentRev(t testing.TB, cli *clientv3.Client) int64 {
 	resp, err := cli.Get(ctx(t), "\x00-current-rev-probe")
 	must(t, err)
 	return resp.Header.Revision
+}
+
+// httpDo sends an HTTP request with body and returns the answer's status
+// and body.
+func httpDo(t testing.TB, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(t), method, url, strings.NewReader(body))
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, string(b)
 }

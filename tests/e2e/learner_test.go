@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Tests of cairn's learner extensions (--experimental-learner-*,
@@ -46,6 +44,12 @@ func (c *cluster) addMember(t *testing.T, via int, name, peerURL string, asLearn
 		resp, err = add(ctx(t), []string{peerURL})
 		return err
 	})
+	return resp.Member.ID, resp.Member.IsLearner, joinCluster(resp, name)
+}
+
+// joinCluster is the --initial-cluster a member added as name with resp
+// joins with: every member's peer URLs, the new one under its name.
+func joinCluster(resp *clientv3.MemberAddResponse, name string) string {
 	var ic []string
 	for _, m := range resp.Members {
 		n := m.Name
@@ -56,40 +60,18 @@ func (c *cluster) addMember(t *testing.T, via int, name, peerURL string, asLearn
 			ic = append(ic, n+"="+u)
 		}
 	}
-	return resp.Member.ID, resp.Member.IsLearner, strings.Join(ic, ",")
+	return strings.Join(ic, ",")
 }
 
 // joinMember starts a member that was added with addMember, appends it to
 // the cluster and returns its index.
 func (c *cluster) joinMember(t *testing.T, name, peerURL, initialCluster string, id uint64, args ...string) int {
 	t.Helper()
-	dir := t.TempDir()
-	m := &member{
-		t:         t,
-		name:      name,
-		dataDir:   filepath.Join(dir, name+".etcd"),
-		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		peerURL:   peerURL,
-		logPath:   filepath.Join(dir, name+".log"),
-	}
-	m.args = append([]string{
-		"--name", m.name,
-		"--data-dir", m.dataDir,
-		"--listen-client-urls", m.clientURL,
-		"--advertise-client-urls", m.clientURL,
-		"--listen-peer-urls", m.peerURL,
-		"--initial-advertise-peer-urls", m.peerURL,
-		"--initial-cluster", initialCluster,
-		"--initial-cluster-token", c.token,
-		"--initial-cluster-state", "existing",
-		"--heartbeat-interval", "50",
-		"--election-timeout", "500",
-	}, args...)
+	i := c.prepareJoin(t, name, peerURL, initialCluster, id)
+	m := c.members[i]
+	m.args = append(m.args, args...)
 	m.start()
-	c.members = append(c.members, m)
-	c.clients = append(c.clients, m.client(t))
-	c.ids = append(c.ids, id)
-	return len(c.members) - 1
+	return i
 }
 
 // isLearner reports whether member id is a learner in the member list as
@@ -123,64 +105,20 @@ func (c *cluster) waitVoter(t *testing.T, via int, id uint64) {
 
 // writer puts keys through cli until stopped and counts failed puts: the
 // cluster must keep its quorum throughout.
-type writer struct {
-	stopc  chan struct{}
-	done   sync.WaitGroup
-	ok     atomic.Int64
-	failed atomic.Int64
-	mu     sync.Mutex
-	errs   []string
-}
+type writer struct{ *loadWriter }
 
 func startWriter(cli *clientv3.Client) *writer {
-	w := &writer{stopc: make(chan struct{})}
-	w.done.Add(1)
-	go func() {
-		defer w.done.Done()
-		for n := 0; ; n++ {
-			select {
-			case <-w.stopc:
-				return
-			default:
-			}
-			cctx, cancel := context.WithTimeout(context.Background(), failTimeout)
-			_, err := cli.Put(cctx, fmt.Sprintf("writer/%06d", n), strconv.Itoa(n))
-			cancel()
-			if err != nil {
-				w.failed.Add(1)
-				w.mu.Lock()
-				w.errs = append(w.errs, describeErr(err))
-				w.mu.Unlock()
-			} else {
-				w.ok.Add(1)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	return w
+	return &writer{startPacedWriter(cli, "writer/", 10*time.Millisecond)}
 }
 
-// waitProgress waits until the writer has made n more successful puts.
-func (w *writer) waitProgress(t *testing.T, n int64) {
-	t.Helper()
-	want := w.ok.Load() + n
-	deadline := time.Now().Add(clusterWait)
-	for w.ok.Load() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("writes stalled: %d ok, %d failed", w.ok.Load(), w.failed.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
+// stop stops the writer and fails t if any put failed.
 func (w *writer) stop(t *testing.T) {
 	t.Helper()
-	close(w.stopc)
-	w.done.Wait()
-	if f := w.failed.Load(); f > 0 {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		t.Fatalf("%d of %d writes failed, the cluster lost its quorum; first: %s", f, f+w.ok.Load(), w.errs[0])
+	w.loadWriter.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed > 0 {
+		t.Fatalf("%d of %d writes failed, the cluster lost its quorum; first: %s", w.failed, w.failed+w.ok, w.first)
 	}
 }
 
@@ -212,7 +150,7 @@ func TestLearnerByDefaultWrongPeerURL(t *testing.T) {
 	w := startWriter(c.clients[leader])
 	w.waitProgress(t, 5)
 
-	wrongURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)) // nobody listens
+	wrongURL := harness.FreeURL(t) // nobody listens
 	badID, learner, _ := c.addMember(t, leader, "bad", wrongURL, false)
 	if !learner {
 		t.Fatal("member add made a voter under --experimental-member-add-as-learner")
@@ -231,7 +169,7 @@ func TestLearnerByDefaultWrongPeerURL(t *testing.T) {
 	c.members[down].restart()
 	c.waitLeader(c.all()...)
 
-	goodURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	goodURL := harness.FreeURL(t)
 	goodID, learner, ic := c.addMember(t, leader, "good", goodURL, false)
 	if !learner {
 		t.Fatal("member add made a voter under --experimental-member-add-as-learner")
@@ -259,7 +197,7 @@ func TestLearnerReadOnly(t *testing.T) {
 	}})
 	leader := c.waitLeader(c.all()...)
 
-	roURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	roURL := harness.FreeURL(t)
 	roID, learner, ic := c.addMember(t, leader, "ro", roURL, true)
 	if !learner {
 		t.Fatal("member add --learner made a voter")
@@ -330,7 +268,7 @@ func TestLearnerReadOnly(t *testing.T) {
 
 	// An ordinary learner added after it is promoted; the read-only one,
 	// which had every chance before, is not.
-	plainURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	plainURL := harness.FreeURL(t)
 	plainID, _, ic := c.addMember(t, leader, "plain", plainURL, true)
 	c.joinMember(t, "plain", plainURL, ic, plainID, "--max-learners", "2")
 	c.waitVoter(t, leader, plainID)
@@ -353,7 +291,7 @@ func TestLearnerStandbyFailover(t *testing.T) {
 		"--experimental-learner-standby-failover-after", "2s",
 	}})
 	leader := c.waitLeader(c.all()...)
-	standbyURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	standbyURL := harness.FreeURL(t)
 	standbyID, _, ic := c.addMember(t, leader, "standby", standbyURL, true)
 	standby := c.joinMember(t, "standby", standbyURL, ic, standbyID,
 		"--experimental-learner-standby-failover-after", "2s", "--experimental-learner-no-auto-promote")

@@ -1,30 +1,23 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 const (
-	readyLine = "ready to serve client requests"
+	readyLine = harness.ReadyLine
 	// startTimeout bounds how long a member may take to become ready.
-	startTimeout = 60 * time.Second
+	startTimeout = harness.StartTimeout
 	// stopTimeout bounds a graceful stop before the process is killed.
-	stopTimeout = 20 * time.Second
+	stopTimeout = harness.StopTimeout
 	// requestTimeout bounds a single client request.
 	requestTimeout = 30 * time.Second
 )
@@ -61,37 +54,9 @@ type member struct {
 	// real etcd as one of the members.
 	bin string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the current process has exited
-	exitErr error         // valid once exited is closed
-}
-
-var (
-	portsMu sync.Mutex
-	ports   = map[int]bool{}
-)
-
-// freePort returns a loopback TCP port that is free right now and that this
-// test binary has not handed out before.
-func freePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("finding a free port: %v", err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !ports[p] {
-			ports[p] = true
-			return p
-		}
-	}
-	t.Fatal("no free port found")
-	return 0
+	// proc runs the process; it is configured from the fields above at
+	// every launch, so tests may change them while the member is down.
+	proc harness.Process
 }
 
 // startMember starts a single-member cluster and waits until it serves. It is
@@ -109,8 +74,8 @@ func startMember(t testing.TB, o memberOpts) *member {
 		t:         t,
 		name:      o.name,
 		dataDir:   o.dataDir,
-		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		peerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		clientURL: harness.FreeURL(t),
+		peerURL:   harness.FreeURL(t),
 		env:       o.env,
 		logPath:   filepath.Join(t.TempDir(), o.name+".log"),
 		bin:       o.bin,
@@ -119,29 +84,27 @@ func startMember(t testing.TB, o memberOpts) *member {
 		o.clusterName = o.name
 	}
 	m.cwd = o.cwd
-	if !o.omitName {
-		m.args = append(m.args, "--name", m.name)
+	f := harness.Flags{
+		Name:           o.name,
+		DataDir:        m.dataDir,
+		ClientURL:      m.clientURL,
+		PeerURL:        m.peerURL,
+		InitialCluster: o.clusterName + "=" + m.peerURL,
+		Token:          "e2e-" + o.clusterName,
+		Extra:          o.args,
 	}
-	if !o.omitDataDir {
-		m.args = append(m.args, "--data-dir", m.dataDir)
+	if o.omitName {
+		f.Name = ""
 	}
-	m.args = append(append(m.args,
-		"--listen-client-urls", m.clientURL,
-		"--advertise-client-urls", m.clientURL,
-		"--listen-peer-urls", m.peerURL,
-		"--initial-advertise-peer-urls", m.peerURL,
-		"--initial-cluster", o.clusterName+"="+m.peerURL,
-		"--initial-cluster-token", "e2e-"+o.clusterName,
-	), o.args...)
+	if o.omitDataDir {
+		f.DataDir = ""
+	}
+	m.args = f.Args()
 	t.Cleanup(func() {
+		// etcd ends its clean shutdown by re-raising SIGTERM; cairn must
+		// exit 0.
 		if m.running() {
-			err := m.stop()
-			if filepath.Base(m.bin) == "etcd" {
-				// etcd ends its clean shutdown by re-raising SIGTERM;
-				// cairn must exit 0.
-				err = gracefulExit(err)
-			}
-			if err != nil {
+			if err := harness.CleanExit(m.binary(), m.stop()); err != nil {
 				t.Errorf("stopping member %s: %v", m.name, err)
 			}
 		}
@@ -174,105 +137,42 @@ func (m *member) binary() string {
 // launched first and waited for afterwards.
 func (m *member) launch() <-chan struct{} {
 	m.t.Helper()
-	logFile, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	m.proc.Name, m.proc.Bin, m.proc.Args = "member "+m.name, m.binary(), m.args
+	m.proc.Env, m.proc.Dir, m.proc.LogPath = m.env, m.cwd, m.logPath
+	ready, err := m.proc.Launch()
 	if err != nil {
-		m.t.Fatalf("opening log file: %v", err)
+		m.t.Fatal(err)
 	}
-	fmt.Fprintf(logFile, "=== start %s %s\n", m.binary(), strings.Join(m.args, " "))
-	lw := &lineWatcher{w: logFile, needle: []byte(readyLine), found: make(chan struct{})}
-	cmd := exec.Command(m.binary(), m.args...)
-	cmd.Env = append(os.Environ(), m.env...)
-	cmd.Dir = m.cwd
-	cmd.Stdout = lw
-	cmd.Stderr = lw
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		m.t.Fatalf("starting %s: %v", m.binary(), err)
-	}
-	exited := make(chan struct{})
-	m.mu.Lock()
-	m.cmd, m.exited, m.exitErr = cmd, exited, nil
-	m.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		logFile.Close()
-		m.mu.Lock()
-		m.exitErr = err
-		m.mu.Unlock()
-		close(exited)
-	}()
-	return lw.found
+	return ready
 }
 
-// waitReady waits for ready (from launch) to be closed, failing the test if
-// the process exits first or takes longer than startTimeout.
+// waitReady waits for ready (from launch), failing the test if the process
+// exits first or takes longer than startTimeout.
 func (m *member) waitReady(ready <-chan struct{}) {
 	m.t.Helper()
-	m.mu.Lock()
-	exited := m.exited
-	m.mu.Unlock()
-	select {
-	case <-ready:
-	case <-exited:
-		m.t.Fatalf("member %s exited before it was ready: %v", m.name, m.exitError())
-	case <-time.After(startTimeout):
-		m.t.Fatalf("member %s not ready after %v", m.name, startTimeout)
+	if err := m.proc.WaitReady(ready); err != nil {
+		m.t.Fatal(err)
 	}
 }
 
-func (m *member) running() bool {
-	m.mu.Lock()
-	exited := m.exited
-	m.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
+func (m *member) running() bool { return m.proc.Running() }
 
-func (m *member) exitError() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.exitErr
-}
+// exited is closed once the current process has exited.
+func (m *member) exited() <-chan struct{} { return m.proc.Exited() }
+
+func (m *member) exitError() error { return m.proc.ExitError() }
 
 // signal sends sig and waits for the process to exit, killing it after
 // bound. It returns the process's exit error (nil for exit status 0).
 func (m *member) signal(sig syscall.Signal, bound time.Duration) error {
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.mu.Unlock()
-	if cmd == nil {
-		return errors.New("member never started")
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-		return m.exitError()
-	case <-time.After(bound):
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-	return fmt.Errorf("member %s did not exit within %v after %v; killed", m.name, bound, sig)
+	return m.proc.Terminate(sig, bound)
 }
 
 // stop stops the member gracefully (SIGTERM) and reports a non-zero exit.
-func (m *member) stop() error { return m.signal(syscall.SIGTERM, stopTimeout) }
+func (m *member) stop() error { return m.proc.Stop() }
 
 // kill kills the member at once (SIGKILL) and waits for it to be gone.
-func (m *member) kill() {
-	m.t.Helper()
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.mu.Unlock()
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (m *member) kill() { m.proc.Kill() }
 
 // restart starts the member again on the same data dir and ports.
 func (m *member) restart() {
@@ -283,32 +183,12 @@ func (m *member) restart() {
 	m.start()
 }
 
-func (m *member) dumpLog() {
-	b, err := os.ReadFile(m.logPath)
-	if err != nil {
-		m.t.Logf("reading log of %s: %v", m.name, err)
-		return
-	}
-	const max = 64 << 10
-	if len(b) > max {
-		b = append([]byte("...(truncated)...\n"), b[len(b)-max:]...)
-	}
-	m.t.Logf("log of member %s (%s):\n%s", m.name, m.logPath, b)
-}
+func (m *member) dumpLog() { m.proc.DumpLog(m.t) }
 
 // client returns a client connected to the member, closed at test end.
 func (m *member) client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{m.clientURL},
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return harness.Client(t, m.clientURL)
 }
 
 // ctx returns a context bounded by requestTimeout.
@@ -316,31 +196,4 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	t.Cleanup(cancel)
 	return c
-}
-
-// lineWatcher copies output to w and closes found once a line containing
-// needle has been written.
-type lineWatcher struct {
-	mu     sync.Mutex
-	w      *os.File
-	needle []byte
-	buf    []byte
-	found  chan struct{}
-	done   bool
-}
-
-func (l *lineWatcher) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.buf = append(l.buf, p...)
-		if bytes.Contains(l.buf, l.needle) {
-			l.done = true
-			l.buf = nil
-			close(l.found)
-		} else if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
-			l.buf = append(l.buf[:0], l.buf[i+1:]...)
-		}
-	}
-	return l.w.Write(p)
 }

@@ -13,6 +13,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Runtime reconfiguration under load, with the official client: growing and
@@ -32,11 +34,17 @@ type loadWriter struct {
 	ok     int
 	failed int
 	errs   map[string]int // error description -> count, this phase
+	first  string         // the first failed put's error
 	lastOK time.Time
 	maxGap time.Duration // longest time without an acknowledged put, this phase
 }
 
 func startLoadWriter(cli *clientv3.Client, prefix string) *loadWriter {
+	return startPacedWriter(cli, prefix, 2*time.Millisecond)
+}
+
+// startPacedWriter is startLoadWriter pausing pace between puts.
+func startPacedWriter(cli *clientv3.Client, prefix string, pace time.Duration) *loadWriter {
 	w := &loadWriter{stopc: make(chan struct{}), acked: map[string]string{}, errs: map[string]int{}, lastOK: time.Now()}
 	w.done.Add(1)
 	go func() {
@@ -56,6 +64,9 @@ func startLoadWriter(cli *clientv3.Client, prefix string) *loadWriter {
 			if err != nil {
 				w.failed++
 				w.errs[describeErr(err)]++
+				if w.first == "" {
+					w.first = describeErr(err)
+				}
 			} else {
 				w.ok++
 				w.acked[key] = val
@@ -63,7 +74,7 @@ func startLoadWriter(cli *clientv3.Client, prefix string) *loadWriter {
 				w.lastOK = now
 			}
 			w.mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(pace)
 		}
 	}()
 	return w
@@ -192,17 +203,7 @@ func (c *cluster) addVoter(t *testing.T, via int, name, peerURL string) (uint64,
 	if resp.Member.IsLearner {
 		t.Fatalf("member add %s made a learner", name)
 	}
-	var ic []string
-	for _, m := range resp.Members {
-		n := m.Name
-		if m.ID == resp.Member.ID {
-			n = name
-		}
-		for _, u := range m.PeerURLs {
-			ic = append(ic, n+"="+u)
-		}
-	}
-	return resp.Member.ID, strings.Join(ic, ",")
+	return resp.Member.ID, joinCluster(resp, name)
 }
 
 // removeMember removes member i through c.clients[via], waiting out the
@@ -223,9 +224,7 @@ func (c *cluster) removeMember(t *testing.T, via, i int) {
 func (c *cluster) waitExited(t *testing.T, i int) {
 	t.Helper()
 	m := c.members[i]
-	m.mu.Lock()
-	exited := m.exited
-	m.mu.Unlock()
+	exited := m.exited()
 	select {
 	case <-exited:
 	case <-time.After(clusterWait):
@@ -242,23 +241,15 @@ func (c *cluster) prepareJoin(t *testing.T, name, peerURL, initialCluster string
 		t:         t,
 		name:      name,
 		dataDir:   filepath.Join(dir, name+".etcd"),
-		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		clientURL: harness.FreeURL(t),
 		peerURL:   peerURL,
 		logPath:   filepath.Join(dir, name+".log"),
 	}
-	m.args = []string{
-		"--name", m.name,
-		"--data-dir", m.dataDir,
-		"--listen-client-urls", m.clientURL,
-		"--advertise-client-urls", m.clientURL,
-		"--listen-peer-urls", m.peerURL,
-		"--initial-advertise-peer-urls", m.peerURL,
-		"--initial-cluster", initialCluster,
-		"--initial-cluster-token", c.token,
-		"--initial-cluster-state", "existing",
-		"--heartbeat-interval", "50",
-		"--election-timeout", "500",
-	}
+	m.args = harness.Flags{
+		Name: m.name, DataDir: m.dataDir, ClientURL: m.clientURL, PeerURL: m.peerURL,
+		InitialCluster: initialCluster, Token: c.token, State: "existing",
+		Extra: []string{"--heartbeat-interval", "50", "--election-timeout", "500"},
+	}.Args()
 	c.members = append(c.members, m)
 	c.clients = append(c.clients, m.client(t))
 	c.ids = append(c.ids, id)
@@ -286,7 +277,7 @@ func TestMembershipGrowShrinkUnderLoad(t *testing.T) {
 	grow := func(name string) int {
 		t.Helper()
 		end := w.phase(t, "add "+name)
-		peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peerURL := harness.FreeURL(t)
 		id, ic := c.addVoter(t, 0, name, peerURL)
 		i := c.prepareJoin(t, name, peerURL, ic, id)
 		c.members[i].start()
@@ -363,7 +354,7 @@ func TestMembershipReplaceFailedMember(t *testing.T) {
 	}
 
 	end = w.phase(t, "add+start replacement")
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := harness.FreeURL(t)
 	id, ic := c.addVoter(t, leader, "r0", peerURL)
 	r := c.prepareJoin(t, "r0", peerURL, ic, id)
 	c.members[r].start()
@@ -398,7 +389,7 @@ func TestMembershipLearnerRefusalsAndPromotion(t *testing.T) {
 	}
 	putMany(t, c.clients[leader], "pre/", n)
 
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := harness.FreeURL(t)
 	id, learner, ic := c.addMember(t, leader, "l0", peerURL, true)
 	if !learner {
 		t.Fatal("MemberAddAsLearner made a voter")
@@ -525,7 +516,7 @@ func TestMembershipCatchUpTime(t *testing.T) {
 	rev := currentRev(t, c.clients[leader])
 	last := fmt.Sprintf("catchup/%07d", n-1)
 
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := harness.FreeURL(t)
 	start := time.Now()
 	id, ic := c.addVoter(t, leader, "new", peerURL)
 	i := c.prepareJoin(t, "new", peerURL, ic, id)

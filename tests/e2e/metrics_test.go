@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // scrapeText GETs url/metrics.
@@ -28,14 +29,7 @@ func scrapeText(t testing.TB, url string) string {
 
 func httpGet(t testing.TB, url string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, url, nil)
-	must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return resp.StatusCode, string(body)
+	return httpDo(t, http.MethodGet, url, "")
 }
 
 // exposition is a parsed scrape: series (name plus labels as printed) to
@@ -173,7 +167,7 @@ func TestMetricsExtensive(t *testing.T) {
 }
 
 func TestListenClientHTTPURLs(t *testing.T) {
-	httpURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	httpURL := harness.FreeURL(t)
 	m := startMember(t, memberOpts{args: []string{"--listen-client-http-urls", httpURL}})
 	mustPut(t, m.client(t), "k", "v") // gRPC on the client URL
 
@@ -196,7 +190,7 @@ func TestListenClientHTTPURLs(t *testing.T) {
 }
 
 func TestListenMetricsURLs(t *testing.T) {
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	metricsURL := harness.FreeURL(t)
 	m := startMember(t, memberOpts{args: []string{"--listen-metrics-urls", metricsURL}})
 	mustPut(t, m.client(t), "k", "v")
 	if !strings.Contains(scrapeText(t, metricsURL), putHandledOK) {

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestMigrateFromEtcd follows docs/migrating-from-etcd.md: the members of
@@ -74,7 +76,7 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 		admin = c.clients[live[1]]
 	}
 	m := &member{t: t, name: filepath.Base(dataDir), dataDir: dataDir, bin: bin,
-		clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		clientURL: harness.FreeURL(t), peerURL: harness.FreeURL(t),
 		logPath: dataDir + ".log"}
 	// etcd refuses membership changes ("unhealthy cluster") until every
 	// voter has been connected for 5 s; the guide says to retry.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,18 +17,12 @@ func TestHTTPEndpoints(t *testing.T) {
 	m := startMember(t, memberOpts{})
 	get := func(t *testing.T, path string) (int, map[string]string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, m.clientURL+path, nil)
-		must(t, err)
-		resp, err := http.DefaultClient.Do(req)
-		must(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		must(t, err)
+		code, body := httpGet(t, m.clientURL+path)
 		var out map[string]string
-		if err := json.Unmarshal(body, &out); err != nil {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
 			t.Fatalf("GET %s: body %q is not a JSON object of strings: %v", path, body, err)
 		}
-		return resp.StatusCode, out
+		return code, out
 	}
 	t.Run("version", func(t *testing.T) {
 		// A new member's leader decides the cluster version just after the

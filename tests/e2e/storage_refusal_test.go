@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // refusalAdvice ends every refusal of a member whose ID the WAL named.
@@ -164,7 +166,7 @@ func TestClusterMemberWithCutWALIsReplaced(t *testing.T) {
 	mustPut(t, c.clients[others[0]], "while-refused", "v")
 
 	c.removeMember(t, others[0], f)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peerURL := harness.FreeURL(t)
 	id, ic := c.addVoter(t, others[0], "m3", peerURL)
 	j := c.prepareJoin(t, "m3", peerURL, ic, id)
 	c.members[j].start()

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // testCA issues the certificates of the TLS tests.
@@ -162,8 +163,8 @@ func newTLSMember(t testing.TB, o tlsMemberOpts) *member {
 		t:         t,
 		name:      "m0",
 		dataDir:   filepath.Join(dir, "m0.etcd"),
-		clientURL: fmt.Sprintf("%s://127.0.0.1:%d", o.clientScheme, freePort(t)),
-		peerURL:   fmt.Sprintf("%s://127.0.0.1:%d", o.peerScheme, freePort(t)),
+		clientURL: fmt.Sprintf("%s://127.0.0.1:%d", o.clientScheme, harness.FreePort(t)),
+		peerURL:   fmt.Sprintf("%s://127.0.0.1:%d", o.peerScheme, harness.FreePort(t)),
 		logPath:   filepath.Join(dir, "m0.log"),
 	}
 	m.args = append([]string{

@@ -1,13 +1,9 @@
 package robustness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,14 +13,12 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/proxy"
+	"github.com/cairnkv/cairn/tests/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
 const (
-	readyLine    = "ready to serve client requests"
-	startTimeout = 60 * time.Second
-	stopTimeout  = 20 * time.Second
 	// recoverTimeout bounds how long the cluster may take to agree on a
 	// leader again once a fault is undone.
 	recoverTimeout = 30 * time.Second
@@ -39,10 +33,8 @@ type proc struct {
 	// quota) until it is undone; set only while the process is down.
 	extra []string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	paused bool
+	// h runs the process, configured from the fields above at each launch.
+	h harness.Process
 }
 
 // start launches the process and waits for its ready line.
@@ -55,128 +47,32 @@ func (p *proc) start() error {
 }
 
 func (p *proc) launch() (<-chan struct{}, error) {
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	args := slices.Concat(p.args, p.extra)
-	fmt.Fprintf(f, "=== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(args, " "))
-	w := &readyWatcher{f: f, found: make(chan struct{})}
-	cmd := exec.Command(p.bin, args...)
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", p.name, err)
-	}
-	exited := make(chan struct{})
-	p.mu.Lock()
-	p.cmd, p.exited, p.paused = cmd, exited, false
-	p.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(exited)
-	}()
-	return w.found, nil
+	p.h.Name, p.h.Bin, p.h.Args, p.h.LogPath = p.name, p.bin, slices.Concat(p.args, p.extra), p.logPath
+	return p.h.Launch()
 }
 
-func (p *proc) waitReady(ready <-chan struct{}) error {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	select {
-	case <-ready:
-		return nil
-	case <-exited:
-		return fmt.Errorf("%s exited before it was ready (log %s)", p.name, p.logPath)
-	case <-time.After(startTimeout):
-		return fmt.Errorf("%s not ready after %v (log %s)", p.name, startTimeout, p.logPath)
-	}
-}
+func (p *proc) waitReady(ready <-chan struct{}) error { return p.h.WaitReady(ready) }
 
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.exited == nil {
-		return false
-	}
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) running() bool { return p.h.Running() }
 
 // signal sends sig to a running process.
 func (p *proc) signal(sig syscall.Signal) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		_ = p.cmd.Process.Signal(sig)
-		switch sig {
-		case syscall.SIGSTOP:
-			p.paused = true
-		case syscall.SIGCONT:
-			p.paused = false
-		}
+	if p.running() {
+		_ = p.h.Signal(sig)
 	}
 }
 
 // kill SIGKILLs the process and waits until it is gone.
-func (p *proc) kill() {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (p *proc) kill() { p.h.Kill() }
 
 // stop resumes a paused process, SIGTERMs it and kills it if it has not
-// exited within stopTimeout.
+// exited within harness.StopTimeout.
 func (p *proc) stop() {
 	if !p.running() {
 		return
 	}
 	p.signal(syscall.SIGCONT)
-	p.signal(syscall.SIGTERM)
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	select {
-	case <-exited:
-	case <-time.After(stopTimeout):
-		p.kill()
-	}
-}
-
-// readyWatcher copies process output to a file and closes found at the
-// first line containing readyLine.
-type readyWatcher struct {
-	mu    sync.Mutex
-	f     *os.File
-	tail  []byte
-	found chan struct{}
-	done  bool
-}
-
-func (w *readyWatcher) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.tail = append(w.tail, b...)
-		if bytes.Contains(w.tail, []byte(readyLine)) {
-			w.done = true
-			w.tail = nil
-			close(w.found)
-		} else if i := bytes.LastIndexByte(w.tail, '\n'); i >= 0 {
-			w.tail = append(w.tail[:0], w.tail[i+1:]...)
-		}
-	}
-	return w.f.Write(b)
+	_ = p.h.Stop()
 }
 
 // cluster is a three-member cluster whose members reach each other through
@@ -198,37 +94,21 @@ type cluster struct {
 	// failpoints: the members serve /failpoints (a cairn built with
 	// -tags failpoints).
 	failpoints bool
+	// cut isolates members behind their proxies.
+	cut *harness.PeerCut
 
-	mu       sync.Mutex
-	isolated map[int]bool
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func mustPort(t *testing.T) int {
-	p, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	mu sync.Mutex // guards ids, which a member replacement changes
 }
 
 // startCluster starts size members of bin with logs and data under dir.
 func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) *cluster {
 	mountPowerDisks(t, dir, size) // first: the mounts must outlive the members
-	c := &cluster{t: t, dir: dir, isolated: map[int]bool{}}
+	c := &cluster{t: t, dir: dir}
 	listen := make([]string, size)
 	c.listen = listen
 	var initial []string
 	for i := range size {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", mustPort(t))
+		listen[i] = harness.FreeAddr(t)
 		p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Target: listen[i]})
 		if err != nil {
 			t.Fatal(err)
@@ -236,51 +116,42 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 		c.proxies = append(c.proxies, p)
 		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, p.Addr()))
 	}
+	c.cut = harness.NewPeerCut(c.proxies)
 	t.Cleanup(c.shutdown)
 	for i := range size {
-		c.filterIsolatedSenders(i)
-		clientURL := fmt.Sprintf("http://127.0.0.1:%d", mustPort(t))
+		clientURL := harness.FreeURL(t)
 		c.endpoints = append(c.endpoints, clientURL)
 		name := fmt.Sprintf("m%d", i)
 		c.procs = append(c.procs, &proc{
 			name:    name,
 			bin:     bin,
 			logPath: filepath.Join(dir, name+".log"),
-			args: append([]string{
-				"--name", name,
-				"--data-dir", memberDataDir(dir, name),
-				"--listen-client-urls", clientURL,
-				"--advertise-client-urls", clientURL,
-				"--listen-peer-urls", "http://" + listen[i],
-				"--initial-advertise-peer-urls", "http://" + c.proxies[i].Addr(),
-				"--initial-cluster", strings.Join(initial, ","),
-				"--initial-cluster-token", "robustness",
-				"--initial-cluster-state", "new",
-				"--heartbeat-interval", "50",
-				"--election-timeout", "500",
-				// Snapshot often and keep few entries after one, so
-				// that members that were down or cut off catch up
-				// through a snapshot.
-				"--snapshot-count", "200",
-				"--snapshot-catchup-entries", "100",
-				// Compactions delete in several rounds (and
-				// pass the failpoint between two).
-				"--compaction-batch-limit", "100",
-			}, extraArgs...),
+			args: harness.Flags{
+				Name:             name,
+				DataDir:          memberDataDir(dir, name),
+				ClientURL:        clientURL,
+				PeerURL:          "http://" + listen[i],
+				AdvertisePeerURL: "http://" + c.proxies[i].Addr(),
+				InitialCluster:   strings.Join(initial, ","),
+				Token:            "robustness",
+				State:            "new",
+				Extra: append([]string{
+					"--heartbeat-interval", "50",
+					"--election-timeout", "500",
+					// Snapshot often and keep few entries after one, so
+					// that members that were down or cut off catch up
+					// through a snapshot.
+					"--snapshot-count", "200",
+					"--snapshot-catchup-entries", "100",
+					// Compactions delete in several rounds (and
+					// pass the failpoint between two).
+					"--compaction-batch-limit", "100",
+				}, extraArgs...),
+			}.Args(),
 		})
 	}
-	ready := make([]<-chan struct{}, size)
-	for i, p := range c.procs {
-		r, err := p.launch()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready[i] = r
-	}
-	for i, p := range c.procs {
-		if err := p.waitReady(ready[i]); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.startAll(); err != nil {
+		t.Fatal(err)
 	}
 	for _, ep := range c.endpoints {
 		cli, err := newClient([]string{ep})
@@ -301,13 +172,31 @@ func startCluster(t *testing.T, bin, dir string, size int, extraArgs ...string) 
 		if _, err := fmt.Sscanf(m.Name, "m%d", &i); err != nil || i < 0 || i >= size {
 			t.Fatalf("unexpected member %q", m.Name)
 		}
-		c.ids[i] = m.ID
+		c.setID(i, m.ID)
 	}
 	if _, err := c.waitLeader(recoverTimeout); err != nil {
 		t.Fatal(err)
 	}
 	c.failpoints = servesFailpoints(c.endpoints[0])
 	return c
+}
+
+// startAll launches every member, then waits until each is ready.
+func (c *cluster) startAll() error {
+	ready := make([]<-chan struct{}, len(c.procs))
+	for i, p := range c.procs {
+		r, err := p.launch()
+		if err != nil {
+			return err
+		}
+		ready[i] = r
+	}
+	for i, p := range c.procs {
+		if err := p.waitReady(ready[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // servesFailpoints reports whether the member at ep lists its failpoints
@@ -406,61 +295,20 @@ func (c *cluster) waitLeader(d time.Duration) (int, error) {
 	}
 }
 
-// filterIsolatedSenders makes proxy j drop every request chunk sent by an
-// isolated member (the raft transport names the sender in X-Server-From):
-// blackholing a member's own proxy only cuts connections the others open
-// to it, not the ones it opens to them.
-func (c *cluster) filterIsolatedSenders(j int) {
-	c.proxies[j].ModifyTx(func(b []byte) []byte {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.isolated) == 0 {
-			return b
-		}
-		lower := bytes.ToLower(b)
-		for k := range c.isolated {
-			if k != j && bytes.Contains(lower, fmt.Appendf(nil, "x-server-from: %x\r\n", c.ids[k])) {
-				return nil
-			}
-		}
-		return b
-	})
-}
-
 // setID records member i's ID, which a member replacement changes; the
 // proxies' sender filters read it concurrently.
 func (c *cluster) setID(i int, id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ids[i] = id
+	c.cut.SetID(i, id)
 }
 
 // isolate cuts member i off from its peers (clients still reach it).
-func (c *cluster) isolate(i int) {
-	c.mu.Lock()
-	c.isolated[i] = true
-	c.mu.Unlock()
-	c.proxies[i].BlackholeTx()
-	c.proxies[i].BlackholeRx()
-	for _, p := range c.proxies {
-		p.ResetConnections()
-	}
-}
+func (c *cluster) isolate(i int) { c.cut.Isolate(i) }
 
 // heal undoes isolate(i).
-func (c *cluster) heal(i int) {
-	c.mu.Lock()
-	was := c.isolated[i]
-	delete(c.isolated, i)
-	c.mu.Unlock()
-	c.proxies[i].UnblackholeTx()
-	c.proxies[i].UnblackholeRx()
-	if was {
-		for _, p := range c.proxies {
-			p.ResetConnections()
-		}
-	}
-}
+func (c *cluster) heal(i int) { c.cut.Heal(i) }
 
 // syncRevision makes member i serve a linearizable read and returns the
 // revision it read at.

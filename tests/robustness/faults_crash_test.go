@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,11 +169,8 @@ func (c *cluster) failpointRequest(i int, method, name, body string) error {
 
 // waitExit waits up to d for the process to exit.
 func (p *proc) waitExit(d time.Duration) bool {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
 	select {
-	case <-exited:
+	case <-p.h.Exited():
 		return true
 	case <-time.After(d):
 		return false
@@ -183,12 +179,11 @@ func (p *proc) waitExit(d time.Duration) bool {
 
 // crashedAt checks that the process's last words name failpoint name.
 func (p *proc) crashedAt(name string) error {
-	b, err := os.ReadFile(p.logPath)
+	log, err := p.h.LogSince()
 	if err != nil {
 		return err
 	}
-	start := bytes.LastIndex(b, []byte("\n=== "))
-	if !bytes.Contains(b[max(start, 0):], []byte("failpoint panic: "+name+"\n")) {
+	if !strings.Contains(log, "failpoint panic: "+name+"\n") {
 		return fmt.Errorf("%s exited, but not at failpoint %s (log %s)", p.name, name, p.logPath)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/proxy"
+	"github.com/cairnkv/cairn/tests/harness"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -104,7 +105,7 @@ func (c *cluster) replaceProxy(i int) error {
 	}
 	old := c.proxies[i]
 	c.proxies[i] = np
-	c.filterIsolatedSenders(i)
+	c.cut.SetProxy(i, np)
 	old.Close()
 	return nil
 }
@@ -181,8 +182,8 @@ type tempMember struct {
 // through member via and starts it. Its flags are m0's with its own name,
 // URLs and the cluster it joins.
 func (c *cluster) startLearner(via int, ev *faultEvent) (*tempMember, error) {
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", mustPort(c.t))
-	clientURL := fmt.Sprintf("http://127.0.0.1:%d", mustPort(c.t))
+	peerURL := harness.FreeURL(c.t)
+	clientURL := harness.FreeURL(c.t)
 	dataDir := filepath.Join(c.dir, learnerName+".etcd")
 	if err := os.RemoveAll(dataDir); err != nil {
 		return nil, err

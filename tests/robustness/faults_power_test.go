@@ -143,20 +143,5 @@ func powerCutAllFault(c *cluster, _ int, _ *rand.Rand, ev *faultEvent) func() er
 			return func() error { return fmt.Errorf("power cut: %w", err) }
 		}
 	}
-	return func() error {
-		ready := make([]<-chan struct{}, len(c.procs))
-		for i, p := range c.procs {
-			r, err := p.launch()
-			if err != nil {
-				return err
-			}
-			ready[i] = r
-		}
-		for i, p := range c.procs {
-			if err := p.waitReady(ready[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	return c.startAll
 }

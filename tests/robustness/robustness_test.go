@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -40,29 +40,16 @@ const (
 var cairnBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	if os.Getenv(binaryEnv) != "" {
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "cairn-robustness-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "robustness:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	// With failpoints, so that members can be crashed where
-	// crash-recovery bugs hide (faults_crash_test.go).
-	build := exec.Command("go", "build", "-tags", "failpoints", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "robustness: building cairn:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(harness.Main(m, func() error {
+		if os.Getenv(binaryEnv) != "" {
+			return nil
+		}
+		// With failpoints, so that members can be crashed where
+		// crash-recovery bugs hide (faults_crash_test.go).
+		var err error
+		cairnBin, err = harness.Build("cairn", "failpoints")
+		return err
+	}))
 }
 
 func serverBinary(t *testing.T) string {

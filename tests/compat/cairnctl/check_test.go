@@ -1,15 +1,13 @@
 package cairnctl
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // checkLineShapes are the lines check perf and check datascale may print,
@@ -101,21 +99,9 @@ func TestCheck(t *testing.T) {
 // runLong runs a tool for up to three minutes: check perf takes one.
 func runLong(t *testing.T, bin string, m *member, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--endpoints=" + m.hostPort}, args...)...)
-	cmd.Env = cleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		r.exit = ee.ExitCode()
-	default:
-		t.Errorf("%s %q: %v", bin, args, err)
+	r, err := harness.Tool{Timeout: 3 * time.Minute}.Run(bin, append([]string{"--endpoints=" + m.hostPort}, args...)...)
+	if err != nil {
+		t.Error(err)
 	}
-	return r
+	return result{stdout: r.Stdout, stderr: r.Stderr, exit: r.Exit}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // hangLimit bounds every wait of these tests; it only catches hangs.
@@ -59,7 +61,7 @@ func (tl tool) start(t *testing.T, args ...string) *proc {
 		full = append(full, strings.ReplaceAll(a, "{dir}", tl.m.scratch))
 	}
 	p := &proc{tl: tl, cmd: exec.Command(tl.bin, full...), done: make(chan struct{})}
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = harness.CleanEnv()
 	p.cmd.Stdout, p.cmd.Stderr = procWriter{&p.mu, &p.out}, procWriter{&p.mu, &p.errb}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

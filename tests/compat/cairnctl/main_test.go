@@ -7,69 +7,31 @@
 package cairnctl
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 var cairnBin, cairnctlBin, etcdctlBin string
 
-func TestMain(m *testing.M) { os.Exit(setup(m)) }
-
-func setup(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "cairn-compat-cairnctl-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	cairnctlBin = filepath.Join(dir, "cairnctl")
-	for bin, pkg := range map[string]string{cairnBin: "./cmd/cairn", cairnctlBin: "./cmd/cairnctl"} {
-		b := exec.Command("go", "build", "-o", bin, "github.com/cairnkv/cairn/"+strings.TrimPrefix(pkg, "./"))
-		b.Stdout, b.Stderr = os.Stderr, os.Stderr
-		if err := b.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", pkg, "failed:", err)
-			return 1
-		}
-	}
-	if etcdctlBin, err = etcdtools.Path("etcdctl"); err != nil {
-		fmt.Fprintln(os.Stderr, "building etcdctl failed:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+func TestMain(m *testing.M) {
+	os.Exit(harness.Main(m,
+		harness.Builds(map[string]*string{"cairn": &cairnBin, "cairnctl": &cairnctlBin}),
+		harness.EtcdTools(map[string]*string{"etcdctl": &etcdctlBin})))
 }
 
 // member is one running cairn.
 type member struct {
 	hostPort string
 	scratch  string
-	cmd      *exec.Cmd
-	log      *bytes.Buffer
-	mu       *sync.Mutex
 	// toolEnv is added to the environment of every tool run against the
 	// member, before the step's own variables.
 	toolEnv []string
@@ -79,83 +41,24 @@ type member struct {
 // added to the flags of both.
 func startTwins(t *testing.T, serverArgs ...string) [2]*member {
 	t.Helper()
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := harness.FreeURL(t)
 	var ms [2]*member
+	var procs []*harness.Process
 	for i := range ms {
-		m := &member{hostPort: fmt.Sprintf("127.0.0.1:%d", freePort(t)), scratch: t.TempDir(), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
-		args := []string{
-			"--data-dir", filepath.Join(t.TempDir(), "data"),
-			"--listen-client-urls", "http://" + m.hostPort,
-			"--advertise-client-urls", "http://" + m.hostPort,
-			"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-			"--name", "m0",
-			"--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "m0=" + peer,
-			"--initial-cluster-token", "cairnctl-compat",
-			"--initial-cluster-state", "new",
-		}
-		m.cmd = exec.Command(cairnBin, append(args, serverArgs...)...)
-		w := &lockedWriter{m.mu, m.log}
-		m.cmd.Stdout, m.cmd.Stderr = w, w
-		m.cmd.Env = cleanEnv()
-		if err := m.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = m.cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = m.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				_ = m.cmd.Process.Kill()
-				<-done
-			}
-			if t.Failed() && os.Getenv("CAIRNCTL_TEST_LOGS") != "" {
-				m.mu.Lock()
-				t.Logf("cairn log:\n%s", m.log.String())
-				m.mu.Unlock()
-			}
-		})
-		ms[i] = m
+		ms[i] = &member{hostPort: harness.FreeAddr(t), scratch: t.TempDir()}
+		procs = append(procs, harness.NewMember(t, cairnBin, harness.Flags{
+			DataDir:          filepath.Join(t.TempDir(), "data"),
+			ClientURL:        "http://" + ms[i].hostPort,
+			AdvertisePeerURL: peer,
+			Token:            "cairnctl-compat",
+			State:            "new",
+			Extra:            serverArgs,
+		}).Process)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for _, m := range ms {
-		for {
-			m.mu.Lock()
-			ready := strings.Contains(m.log.String(), "ready to serve client requests")
-			m.mu.Unlock()
-			if ready {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cairn at %s not ready", m.hostPort)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	if err := harness.StartAll(procs...); err != nil {
+		t.Fatal(err)
 	}
 	return ms
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") && !strings.HasPrefix(kv, "ETCDCTL_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 type result struct {
@@ -174,28 +77,16 @@ type step struct {
 
 func runTool(t *testing.T, bin string, m *member, st step) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	args := make([]string, 0, len(st.args)+1)
 	args = append(args, "--endpoints="+m.hostPort)
 	for _, a := range st.args {
 		args = append(args, strings.NewReplacer("{dir}", m.scratch, "{endpoint}", m.hostPort).Replace(a))
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(append(cleanEnv(), m.toolEnv...), st.env...)
-	cmd.Stdin = strings.NewReader(st.stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		r.exit = ee.ExitCode()
-	default:
-		t.Fatalf("%s %q: %v", bin, args, err)
+	tr, err := harness.Tool{Env: append(slices.Clone(m.toolEnv), st.env...), Stdin: st.stdin, Timeout: 30 * time.Second}.Run(bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r := result{stdout: tr.Stdout, stderr: tr.Stderr, exit: tr.Exit}
 	r.stdout = strings.ReplaceAll(r.stdout, m.hostPort, "<endpoint>")
 	r.stderr = strings.ReplaceAll(r.stderr, m.hostPort, "<endpoint>")
 	r.stdout = strings.ReplaceAll(r.stdout, m.scratch, "{dir}")
@@ -236,19 +127,22 @@ func normalise(r result) string {
 // the other.
 type twins struct{ ms [2]*member }
 
-func (tw twins) check(t *testing.T, st step) {
+// runBoth runs st with etcdctl and cairnctl at once, each against its
+// member, through run, and returns both outputs normalised.
+func (tw twins) runBoth(t *testing.T, st step, run func(*testing.T, string, *member, step) result) (etcdctl, cairnctl string) {
 	t.Helper()
 	var res [2]result
 	var wg sync.WaitGroup
 	for i, bin := range []string{etcdctlBin, cairnctlBin} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[i] = runTool(t, bin, tw.ms[i], st)
-		}()
+		wg.Go(func() { res[i] = run(t, bin, tw.ms[i], st) })
 	}
 	wg.Wait()
-	e, c := normalise(res[0]), normalise(res[1])
+	return normalise(res[0]), normalise(res[1])
+}
+
+func (tw twins) check(t *testing.T, st step) {
+	t.Helper()
+	e, c := tw.runBoth(t, st, runTool)
 	if e != c {
 		t.Errorf("%q <<< %q: outputs differ\n=== etcdctl:\n%s\n=== cairnctl:\n%s", st.args, st.stdin, e, c)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestMakeMirror mirrors one twin to a destination twin with each tool
@@ -39,7 +41,7 @@ func startMirror(t *testing.T, bin string, m *member, args ...string) (stop func
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--endpoints=" + m.hostPort, "make-mirror"}, args...)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = harness.CleanEnv()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

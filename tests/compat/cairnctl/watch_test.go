@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // runHeld runs a tool whose stdin stays open until it exits, as a watch
@@ -19,7 +20,7 @@ func runHeld(t *testing.T, bin string, m *member, st step) result {
 	t.Helper()
 	args := append([]string{"--endpoints=" + m.hostPort}, st.args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(cleanEnv(), st.env...)
+	cmd.Env = append(harness.CleanEnv(), st.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -52,17 +53,7 @@ func (tw twins) checkHeld(t *testing.T, steps []step) {
 	t.Helper()
 	for _, st := range steps {
 		t.Run(strings.Join(st.args, " ")+" <<< "+st.stdin, func(t *testing.T) {
-			var res [2]result
-			var wg sync.WaitGroup
-			for i, bin := range []string{etcdctlBin, cairnctlBin} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res[i] = runHeld(t, bin, tw.ms[i], st)
-				}()
-			}
-			wg.Wait()
-			if e, c := normalise(res[0]), normalise(res[1]); e != c {
+			if e, c := tw.runBoth(t, st, runHeld); e != c {
 				t.Errorf("outputs differ\n=== etcdctl:\n%s\n=== cairnctl:\n%s", e, c)
 			} else if !strings.Contains(e, st.want) {
 				t.Errorf("etcdctl output lacks %q:\n%s", st.want, e)

@@ -1,18 +1,17 @@
 package cairnutl
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // fixtureDir holds the files the fixture makes once for every test.
@@ -168,19 +167,11 @@ func (r result) errorLines() string {
 
 func run(t *testing.T, bin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s %v: %v", bin, args, err)
+	r, err := harness.Tool{}.Run(bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Exit}
 }
 
 // sameRun runs etcdutl and cairnutl with the same arguments (args builds

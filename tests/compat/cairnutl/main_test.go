@@ -8,11 +8,9 @@ package cairnutl
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Binaries used by every test, resolved once by TestMain.
@@ -32,24 +30,8 @@ func setupAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	cairnutlBin = filepath.Join(dir, "cairnutl")
-	for bin, pkg := range map[string]string{cairnBin: "./cmd/cairn", cairnutlBin: "./cmd/cairnutl"} {
-		build := exec.Command("go", "build", "-o", bin, "github.com/cairnkv/cairn/"+pkg[2:])
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "cairnutl compat: building", pkg, "failed:", err)
-			return 1
-		}
-	}
-	for name, dst := range map[string]*string{"etcd": &etcdBin, "etcdutl": &etcdutlBin} {
-		p, err := etcdtools.Path(name)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "cairnutl compat: building %s %s failed: %v\n", name, etcdtools.Version, err)
-			return 1
-		}
-		*dst = p
-	}
 	fixtureDir = dir
-	return m.Run()
+	return harness.Main(m,
+		harness.Builds(map[string]*string{"cairn": &cairnBin, "cairnutl": &cairnutlBin}),
+		harness.EtcdTools(map[string]*string{"etcd": &etcdBin, "etcdutl": &etcdutlBin}))
 }

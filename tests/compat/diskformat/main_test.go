@@ -8,13 +8,10 @@
 package diskformat
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Paths of the binaries under test, set by TestMain.
@@ -25,32 +22,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(setup(m))
-}
-
-func setup(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "cairn-diskformat-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "diskformat: temp dir:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	// No -race: cairn is a black box here and a plain build is faster.
-	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
-	build.Stdout = os.Stderr
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "diskformat: building cairn failed:", err)
-		return 1
-	}
-	for name, dst := range map[string]*string{"etcd": &etcdBin, "etcdutl": &etcdutlBin} {
-		p, err := etcdtools.Path(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "diskformat: building", name, "failed:", err)
-			return 1
-		}
-		*dst = p
-	}
-	return m.Run()
+	os.Exit(harness.Main(m,
+		harness.Builds(map[string]*string{"cairn": &cairnBin}),
+		harness.EtcdTools(map[string]*string{"etcd": &etcdBin, "etcdutl": &etcdutlBin})))
 }

@@ -1,23 +1,18 @@
 package diskformat
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net"
+	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Give-up bounds; nothing waits for them on the happy path.
@@ -61,11 +56,8 @@ type member struct {
 	peerURL   string
 	extra     []string
 
-	mu   sync.Mutex
-	kind kind
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
+	kind kind // what runs, or ran last, on the data dir
+	proc *harness.Process
 }
 
 // newMember prepares a member on a fresh data dir; extra are more flags
@@ -75,19 +67,16 @@ func newMember(t *testing.T, extra ...string) *member {
 	m := &member{
 		t:         t,
 		dataDir:   filepath.Join(t.TempDir(), "data"),
-		clientURL: "http://" + freeAddr(t),
-		peerURL:   "http://" + freeAddr(t),
+		clientURL: harness.FreeURL(t),
+		peerURL:   harness.FreeURL(t),
 		extra:     extra,
 	}
-	t.Cleanup(func() {
-		m.mu.Lock()
-		cmd, done := m.cmd, m.done
-		m.mu.Unlock()
-		if cmd != nil {
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	m.proc = &harness.Process{
+		Name:         "member on " + m.dataDir,
+		LogPath:      filepath.Join(t.TempDir(), "member.log"),
+		ReadyTimeout: startTimeout,
+	}
+	t.Cleanup(m.proc.Kill)
 	return m
 }
 
@@ -95,163 +84,55 @@ func newMember(t *testing.T, extra ...string) *member {
 // and few files kept so that snap and WAL purges happen.
 var workloadFlags = []string{"--snapshot-count", "50", "--max-snapshots", "2", "--max-wals", "1"}
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func (m *member) args() []string {
-	return append([]string{
-		"--name", memberName,
-		"--data-dir", m.dataDir,
-		"--listen-client-urls", m.clientURL,
-		"--advertise-client-urls", m.clientURL,
-		"--listen-peer-urls", m.peerURL,
-		"--initial-advertise-peer-urls", advPeerURL,
-		"--initial-cluster", memberName + "=" + advPeerURL,
-		"--initial-cluster-token", clusterTok,
-	}, m.extra...)
+	return harness.Flags{
+		Name: memberName, DataDir: m.dataDir, ClientURL: m.clientURL,
+		PeerURL: m.peerURL, AdvertisePeerURL: advPeerURL, Token: clusterTok, Extra: m.extra,
+	}.Args()
 }
 
 // start runs k on the member's data dir and waits until it serves clients.
 func (m *member) start(k kind) {
 	m.t.Helper()
-	m.mu.Lock()
-	if m.cmd != nil {
-		m.mu.Unlock()
+	if m.proc.Running() {
 		m.t.Fatalf("start %s: %s is still running", k, m.kind)
 	}
-	cmd := exec.Command(k.bin(), m.args()...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	log := &syncBuffer{}
-	ready := make(chan struct{})
-	done := make(chan struct{})
-	if err := cmd.Start(); err != nil {
-		m.mu.Unlock()
-		m.t.Fatalf("start %s: %v", k, err)
-	}
-	m.kind, m.cmd, m.log, m.done = k, cmd, log, done
-	m.mu.Unlock()
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		once := sync.Once{}
-		for sc.Scan() {
-			line := sc.Text()
-			log.writeLine(line)
-			if strings.Contains(line, "ready to serve client requests") {
-				once.Do(func() { close(ready) })
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	go func() {
-		err := cmd.Wait()
-		log.writeLine(fmt.Sprintf("--- process exited: %v", err))
-		pw.Close()
-		close(done)
-	}()
-	select {
-	case <-ready:
-	case <-done:
-		m.mu.Lock()
-		m.cmd = nil
-		m.mu.Unlock()
-		m.t.Fatalf("%s exited before it was ready on %s; log:\n%s", k, m.dataDir, log.tail(60))
-	case <-time.After(startTimeout):
-		m.t.Fatalf("%s not ready after %v; log:\n%s", k, startTimeout, log.tail(60))
+	m.kind, m.proc.Bin, m.proc.Args = k, k.bin(), m.args()
+	if err := m.proc.Start(); err != nil {
+		m.t.Fatalf("start %s: %v; log:\n%s", k, err, m.proc.LogTail(60))
 	}
 }
 
 // stop sends sig (SIGTERM or SIGKILL) and waits for the process to exit.
 func (m *member) stop(sig syscall.Signal) {
 	m.t.Helper()
-	m.mu.Lock()
-	cmd, done, k := m.cmd, m.done, m.kind
-	m.mu.Unlock()
-	if cmd == nil {
+	if !m.proc.Running() {
 		m.t.Fatalf("stop: nothing running")
 	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		m.t.Fatalf("signal %v to %s: %v", sig, k, err)
+	if err := m.proc.Terminate(sig, stopTimeout); errors.Is(err, harness.ErrNotStopped) {
+		m.t.Fatalf("%s: %v; log:\n%s", m.kind, err, m.proc.LogTail(40))
 	}
-	select {
-	case <-done:
-	case <-time.After(stopTimeout):
-		_ = cmd.Process.Kill()
-		<-done
-		m.t.Fatalf("%s did not exit within %v of %v; log:\n%s", k, stopTimeout, sig, m.log.tail(40))
-	}
-	m.mu.Lock()
-	m.cmd = nil
-	m.mu.Unlock()
 }
 
 // logTail is the end of the running (or last) process's output.
-func (m *member) logTail() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.log == nil {
-		return ""
-	}
-	return m.log.tail(40)
-}
+func (m *member) logTail() string { return m.proc.LogTail(40) }
 
 // client returns a client of the running process, closed at cleanup.
 func (m *member) client() *clientv3.Client {
 	m.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
+	return harness.ClientWith(m.t, clientv3.Config{
 		Endpoints:          []string{m.clientURL},
 		DialTimeout:        5 * time.Second,
-		Logger:             zap.NewNop(),
 		MaxCallSendMsgSize: 4 << 20,
 		MaxCallRecvMsgSize: 256 << 20,
 	})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	m.t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 func (m *member) snapDir() string { return filepath.Join(m.dataDir, "member", "snap") }
 func (m *member) walDir() string  { return filepath.Join(m.dataDir, "member", "wal") }
 func (m *member) dbPath() string  { return filepath.Join(m.snapDir(), "db") }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) writeLine(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-	b.buf.WriteByte('\n')
-}
-
-func (b *syncBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(b.buf.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func ctxT(t *testing.T) context.Context { return harness.Ctx(t, rpcTimeout) }
 
 // listFiles returns the names in dir with the given suffix, sorted.
 func listFiles(t *testing.T, dir, suffix string) []string {

@@ -1,15 +1,13 @@
 package etcdctl
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // ctlBound bounds one etcdctl or etcdutl invocation.
@@ -38,24 +36,11 @@ type step struct {
 // run runs a tool binary with a clean environment.
 func run(t *testing.T, stdin string, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ctlBound)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit) && ctx.Err() == nil:
-		r.exit = exit.ExitCode()
-	default:
-		t.Fatalf("%s %q: %v (stderr %q)", bin, args, err, r.stderr)
+	r, err := harness.Tool{Stdin: stdin, Timeout: ctlBound}.Run(bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r
+	return result{stdout: r.Stdout, stderr: r.Stderr, exit: r.Exit}
 }
 
 // ctl runs etcdctl against s, with ETCDCTL_API unset.
@@ -104,12 +89,16 @@ func (p *pair) check(t *testing.T, st step) string {
 func (p *pair) checkAll(t *testing.T, steps []step) {
 	t.Helper()
 	for _, st := range steps {
-		name := st.name
-		if name == "" {
-			name = strings.Join(st.args, " ")
-		}
-		t.Run(name, func(t *testing.T) { p.check(t, st) })
+		t.Run(st.title(), func(t *testing.T) { p.check(t, st) })
 	}
+}
+
+// title names the step's subtest: its name, or else its arguments.
+func (st step) title() string {
+	if st.name != "" {
+		return st.name
+	}
+	return strings.Join(st.args, " ")
 }
 
 // scratchTag in arguments stands for the server's scratch directory.

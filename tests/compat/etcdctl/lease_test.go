@@ -51,11 +51,7 @@ type leaseStep struct {
 func (ls *leaseSession) checkAll(t *testing.T, steps []leaseStep) {
 	t.Helper()
 	for _, st := range steps {
-		name := st.name
-		if name == "" {
-			name = strings.Join(st.args, " ")
-		}
-		t.Run(name, func(t *testing.T) { ls.check(t, st) })
+		t.Run(st.title(), func(t *testing.T) { ls.check(t, st) })
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // The output formats of the endpoint and alarm commands.
@@ -140,7 +142,7 @@ func TestSnapshot(t *testing.T) {
 
 	// Restore verifies the snapshot's trailing SHA-256. Then a real etcd
 	// serves each restored snapshot, and the two must hold the same data.
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := harness.FreeURL(t)
 	var restored [2]string
 	for i, s := range p.both() {
 		restored[i] = s.scratch + "/restored"

@@ -7,16 +7,8 @@
 package recipes
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,110 +17,22 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 var cairnBin string
 
-func TestMain(m *testing.M) { os.Exit(setup(m)) }
-
-func setup(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "cairn-compat-recipes-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	// No -race: cairn is a black box here, and a plain build is quicker.
-	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairnkv/cairn/cmd/cairn")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building cairn failed:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+func TestMain(m *testing.M) {
+	os.Exit(harness.Main(m, harness.Builds(map[string]*string{"cairn": &cairnBin})))
 }
 
 // startCairn starts a single cairn member, stopped when the test ends, and
 // returns its client address (host:port).
 func startCairn(t *testing.T) string {
 	t.Helper()
-	hostPort := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(cairnBin,
-		"--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--listen-client-urls", "http://"+hostPort, "--advertise-client-urls", "http://"+hostPort,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--name", "m0", "--initial-cluster", "m0="+peer)
-	log := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = cleanEnv()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("cairn log:\n%s", log.String())
-		}
-	})
-	deadline := time.After(60 * time.Second)
-	for !strings.Contains(log.String(), "ready to serve client requests") {
-		select {
-		case <-exited:
-			t.Fatalf("cairn exited before it was ready:\n%s", log.String())
-		case <-deadline:
-			t.Fatal("cairn not ready")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	hostPort := harness.FreeAddr(t)
+	harness.StartMember(t, cairnBin, harness.Flags{ClientURL: "http://" + hostPort})
 	return hostPort
-}
-
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ETCD_") && !strings.HasPrefix(kv, "ETCDCTL_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // clients are the official client and cairn's, both on one member.
