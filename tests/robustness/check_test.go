@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -276,11 +278,124 @@ func buildHistory(recs []record, l *revLog) ([]porcupine.Operation, []string) {
 	return ops, problems
 }
 
-// checkLinearizable runs porcupine; unless the history is linearizable it
-// writes the visualization, with the faults as annotations, to path.
-func checkLinearizable(ops []porcupine.Operation, faults []faultEvent, path string, timeout time.Duration) (porcupine.CheckResult, error) {
-	res, info := porcupine.CheckOperationsVerbose(kvModel, ops, timeout)
-	if res == porcupine.Ok {
+// linearizabilityVerdict is what the porcupine step of a round concluded.
+type linearizabilityVerdict struct {
+	ran     bool                  // porcupine ran (it does not on a history already shown wrong)
+	result  porcupine.CheckResult // porcupine's answer, when it ran
+	aborted string                // why the check was stopped before it finished, if it was
+	failure string                // the test failure to report, empty when the round passes this step
+}
+
+// porcupineBound limits one porcupine run: a clean round's history checks in
+// about a second, while an illegal one can make the search grow until the
+// machine runs out of memory (soak round 13 reached 23 GB).
+type porcupineBound struct {
+	timeout   time.Duration
+	heapLimit uint64 // bytes of live heap at which the check is abandoned; 0 = no limit
+}
+
+// checkFunc runs porcupine on the round's history under ctx (see
+// checkLinearizable); a fake stands in for it in the unit tests.
+type checkFunc func(ctx context.Context) (porcupine.CheckResult, error)
+
+// decideLinearizability runs the porcupine check unless the other checks
+// already found violations: porcupine adds nothing to a history known to be
+// wrong and may search it for hours. A check stopped by the bound fails the
+// round as "linearizability check timed out": an unchecked history is no pass.
+func decideLinearizability(violations int, bound porcupineBound, heap func() uint64, check checkFunc) linearizabilityVerdict {
+	if violations > 0 {
+		return linearizabilityVerdict{failure: fmt.Sprintf("linearizability check skipped: the history checks found %d violation(s)", violations)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound.timeout)
+	defer cancel()
+	var overHeap atomic.Bool
+	stopWatch := watchHeap(ctx, bound.heapLimit, heap, func() { overHeap.Store(true); cancel() })
+	res, err := check(ctx)
+	stopWatch()
+	v := linearizabilityVerdict{ran: true, result: res}
+	switch {
+	case overHeap.Load():
+		v.aborted = fmt.Sprintf("live heap above %d MiB", bound.heapLimit>>20)
+	case ctx.Err() != nil || res == porcupine.Unknown:
+		v.aborted = fmt.Sprintf("no answer within %v", bound.timeout)
+	}
+	switch {
+	case v.aborted != "":
+		v.failure = "linearizability check timed out (" + v.aborted + ")"
+	case res == porcupine.Illegal:
+		v.failure = "history is not linearizable"
+	}
+	if err != nil && v.failure != "" {
+		v.failure += fmt.Sprintf("; writing the visualization: %v", err)
+	}
+	return v
+}
+
+// watchHeap calls over once when heap() exceeds limit, sampling until ctx
+// ends or the returned stop is called; stop waits for the sampler to exit.
+func watchHeap(ctx context.Context, limit uint64, heap func() uint64, over func()) (stop func()) {
+	if limit == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if heap() > limit {
+				over()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// liveHeap is the process's live heap in bytes.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// abortable wraps m so that every step fails once ctx is done: porcupine then
+// backtracks to the start and returns at once (its own timeout only covers
+// the wall clock), and the caller, seeing ctx done, discards the answer.
+func abortable(ctx context.Context, m porcupine.Model) porcupine.Model {
+	inner := m.StepContext
+	if inner == nil {
+		step := m.Step
+		inner = func(_ context.Context, st, in, out interface{}) (bool, interface{}) { return step(st, in, out) }
+	}
+	m.Step = nil
+	m.StepContext = func(pctx context.Context, st, in, out interface{}) (bool, interface{}) {
+		if ctx.Err() != nil {
+			return false, st
+		}
+		return inner(pctx, st, in, out)
+	}
+	return m
+}
+
+// checkLinearizable runs porcupine until ctx ends; unless the history is
+// linearizable it writes the visualization, with the faults as annotations,
+// to path (a partial one when ctx stopped the search).
+func checkLinearizable(ctx context.Context, ops []porcupine.Operation, faults []faultEvent, path string) (porcupine.CheckResult, error) {
+	var limit time.Duration // porcupine's own timeout: the time left to ctx
+	if dl, ok := ctx.Deadline(); ok {
+		limit = max(time.Until(dl), time.Millisecond)
+	}
+	res, info := porcupine.CheckOperationsVerbose(abortable(ctx, kvModel), ops, limit)
+	if res == porcupine.Ok && ctx.Err() == nil {
 		return res, nil
 	}
 	var ann []porcupine.Annotation

@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -160,7 +161,7 @@ func TestCheckerFindsViolation(t *testing.T) {
 		t.Fatalf("unknown put not resolved to return by the first read that saw it: %+v", ops[1])
 	}
 	vis := filepath.Join(t.TempDir(), "vis.html")
-	res, err := checkLinearizable(ops, []faultEvent{{name: "kill", start: 1, end: 25}}, vis, time.Minute)
+	res, err := checkLinearizable(minute(t), ops, []faultEvent{{name: "kill", start: 1, end: 25}}, vis)
 	if res != porcupine.Illegal {
 		t.Fatalf("result %s, want %s", res, porcupine.Illegal)
 	}
@@ -171,7 +172,7 @@ func TestCheckerFindsViolation(t *testing.T) {
 		t.Fatalf("no visualization written: %v", err)
 	}
 	// Without the stale read, the same history is linearizable.
-	if res, _ := checkLinearizable(ops[:3], nil, vis, time.Minute); res != porcupine.Ok {
+	if res, _ := checkLinearizable(minute(t), ops[:3], nil, vis); res != porcupine.Ok {
 		t.Fatalf("prefix: %s, want Ok", res)
 	}
 }
@@ -218,7 +219,14 @@ func TestBuildHistoryNoSpace(t *testing.T) {
 	if len(ops) != 3 || ops[1].Input.(*input).appliedAt != 3 || ops[1].Return != 70 {
 		t.Fatalf("ops = %+v", ops)
 	}
-	if res, _ := checkLinearizable(ops, nil, filepath.Join(t.TempDir(), "vis.html"), time.Minute); res != porcupine.Ok {
+	if res, _ := checkLinearizable(minute(t), ops, nil, filepath.Join(t.TempDir(), "vis.html")); res != porcupine.Ok {
 		t.Fatalf("result %s, want Ok", res)
 	}
+}
+
+// minute is a context that ends a minute from now or with the test.
+func minute(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
