@@ -40,6 +40,22 @@ else
 	echo "soak: no root or /dev/fuse: running without power cuts" >&2
 fi
 
+# release_mounts aborts and detaches any lazyfs mount left under $dir by a
+# round whose test process died before its cleanup (killed for memory, or
+# by the timeout): its members would otherwise wait on the mount forever.
+release_mounts() {
+	local dev mnt fstype
+	[ "$power" = 1 ] || return 0
+	while read -r dev mnt fstype; do
+		case $mnt in "$dir"/*) ;; *) continue ;; esac
+		echo "soak: releasing the stale lazyfs mount $mnt" >&2
+		[ -d /sys/fs/fuse/connections/"${dev#*:}" ] || mount -t fusectl fusectl /sys/fs/fuse/connections 2>/dev/null || true
+		echo 1 >/sys/fs/fuse/connections/"${dev#*:}"/abort 2>/dev/null || true
+		umount -l "$mnt" || true
+	done < <(awk '{for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i+1) == "fuse.lazyfs") print $3, $5, $(i+1); break }}' /proc/self/mountinfo)
+}
+trap release_mounts EXIT
+
 # Built once: every round runs the same test binary.
 bin="$dir/robustness.test"
 go test -c -o "$bin" ./tests/robustness
@@ -60,6 +76,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 		"$bin" -test.run '^TestRobustness$' -test.v -test.count=1 -test.timeout 30m $short_flag) >"$out" 2>&1
 	rc=$?
 	set -e
+	release_mounts
 	n=$(sed -n 's/.*requests (.*), \([0-9]*\) in the history.*/\1/p' "$out" | tail -1)
 	ops=$((ops + ${n:-0}))
 	# The fault list follows the traffic line: "  <kind> m<i> [..]".

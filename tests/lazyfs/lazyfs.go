@@ -22,11 +22,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Available reports why lazyfs cannot mount here, or nil: it needs
@@ -45,6 +48,7 @@ func Available() error {
 type FS struct {
 	mountpoint, backing, image string
 	server                     *fuse.Server
+	conn                       uint64 // the mount's device number: its FUSE connection
 
 	mu sync.Mutex
 	// failWrites, failSyncs: the errno writes (and allocations, truncations,
@@ -92,24 +96,136 @@ func (f *FS) mount() error {
 	}
 	rootNode := root.NewNode(root, nil, "", &st)
 	root.RootNode = rootNode
-	srv, err := gofs.Mount(f.mountpoint, rootNode, &gofs.Options{
-		MountOptions: fuse.MountOptions{FsName: "lazyfs", Name: "lazyfs", DirectMount: true},
-	})
+	opts := &gofs.Options{
+		// Strict: no fallback to the fusermount helper, which would fork
+		// while newServer holds syscall.ForkLock.
+		MountOptions: fuse.MountOptions{FsName: "lazyfs", Name: "lazyfs", DirectMountStrict: true},
+	}
+	srv, err := newServer(f.mountpoint, gofs.NewNodeFS(rootNode, opts), &opts.MountOptions)
 	if err != nil {
 		return fmt.Errorf("lazyfs: mount %s: %w", f.mountpoint, err)
 	}
-	f.server = srv
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		return fmt.Errorf("lazyfs: mount %s: %w", f.mountpoint, err)
+	}
+	var mst syscall.Stat_t
+	if err := syscall.Stat(f.mountpoint, &mst); err != nil {
+		srv.Unmount()
+		return fmt.Errorf("lazyfs: mount %s: %w", f.mountpoint, err)
+	}
+	f.server, f.conn = srv, mst.Dev
+	return nil
+}
+
+// newServer mounts and returns the server, with its /dev/fuse descriptor
+// close-on-exec. go-fuse's direct mount opens /dev/fuse without O_CLOEXEC,
+// so every member started afterwards inherited the descriptor: a test
+// process that died then left the connection open in its members, which
+// hung in D state on the mount forever. Holding syscall.ForkLock keeps
+// any fork out until the flag is set.
+func newServer(mountpoint string, rawFS fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	srv, err := fuse.NewServer(rawFS, mountpoint, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := closeOnExec(fuseDevice); err != nil {
+		return nil, errors.Join(err, srv.Unmount())
+	}
+	return srv, nil
+}
+
+// fuseDevice is the device the FUSE connections are opened on.
+const fuseDevice = "/dev/fuse"
+
+// closeOnExec sets FD_CLOEXEC on each of the process's descriptors open
+// on path.
+func closeOnExec(path string) error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err != nil || target != path {
+			continue // closed since the listing, or another file
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("lazyfs: close-on-exec on fd %d (%s): %w", fd, path, err)
+		}
+	}
 	return nil
 }
 
 // Unmount unmounts the filesystem; the backing keeps everything written.
+// When the mount stays busy (a process still has a file open on it, or
+// hangs in a request), it aborts the FUSE connection, so that every
+// request fails with ENOTCONN, and detaches the mount, then reports that
+// it had to.
 func (f *FS) Unmount() error {
 	if f.server == nil {
 		return nil
 	}
-	err := f.server.Unmount()
+	srv := f.server
+	err := srv.Unmount()
+	if err == nil {
+		f.server = nil
+		return nil
+	}
+	ferr := forceUnmount(f.mountpoint, f.conn)
+	// With the connection aborted the serve loops see ENODEV and exit.
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(forcedExitWait):
+		ferr = errors.Join(ferr, fmt.Errorf("serve loop still running %v after the abort", forcedExitWait))
+	}
 	f.server = nil
-	return err
+	if ferr != nil {
+		return fmt.Errorf("lazyfs: unmount %s: %v; forcing it failed: %w", f.mountpoint, err, ferr)
+	}
+	return fmt.Errorf("lazyfs: unmount %s: %v; aborted its FUSE connection and detached it", f.mountpoint, err)
+}
+
+// forcedExitWait bounds how long Unmount waits for the serve loop after
+// aborting the connection: cleanup must end even if the kernel keeps it.
+const forcedExitWait = 10 * time.Second
+
+// fuseControl is where the kernel's fusectl filesystem lists the FUSE
+// connections, each by its device number.
+const fuseControl = "/sys/fs/fuse/connections"
+
+// forceUnmount aborts the FUSE connection conn (the mount's device
+// number) and lazily unmounts mountpoint, the last resort for a mount
+// whose users hang: either alone can leave them waiting.
+func forceUnmount(mountpoint string, conn uint64) error {
+	abortErr := abortConnection(conn)
+	detachErr := syscall.Unmount(mountpoint, syscall.MNT_DETACH)
+	if errors.Is(detachErr, syscall.EINVAL) {
+		detachErr = nil // already not a mount point
+	}
+	return errors.Join(abortErr, detachErr)
+}
+
+// abortConnection writes to the connection's abort file, mounting fusectl
+// first where nobody did.
+func abortConnection(conn uint64) error {
+	abort := filepath.Join(fuseControl, strconv.FormatUint(conn, 10), "abort")
+	if _, err := os.Stat(abort); errors.Is(err, fs.ErrNotExist) {
+		if err := syscall.Mount("fusectl", fuseControl, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
+			return fmt.Errorf("mount fusectl on %s: %w", fuseControl, err)
+		}
+	}
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		return fmt.Errorf("abort FUSE connection %d: %w", conn, err)
+	}
+	return nil
 }
 
 // PowerCut loses power: it unmounts, puts back in the backing directory
