@@ -7,7 +7,10 @@
 //   - the history is linearizable (porcupine) against a model of etcd's
 //     key-value store with revisions: puts, deletes, compare-and-swap txns
 //     and lease revocations advance the revision exactly as etcd does, and
-//     every response's header revision and key-values must match;
+//     every response's header revision and key-values must match; it runs
+//     only on a history the other checks found no violation in, within two
+//     minutes and 4 GiB of live heap (a check stopped by either fails the
+//     round as "linearizability check timed out");
 //   - every acknowledged write is in the cluster's revision history at the
 //     revision it was acknowledged with, and every value the history holds
 //     was written by some client, once;
