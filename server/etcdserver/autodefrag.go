@@ -136,7 +136,7 @@ func (m *Maintenance) autoDefrag() {
 		zap.Uint("free-percent-threshold", m.reclaim.freePercent))
 	metrics.AutoDefrags.Inc()
 	defer m.announceDefrag()()
-	if err := be.Defrag(); err != nil {
+	if err := m.defrag(be); err != nil {
 		m.lg.Warn("automatic defragmentation failed", zap.Error(err))
 		return
 	}

@@ -199,6 +199,16 @@ func (m *Maintenance) Defragment(ctx context.Context) error {
 	if !ok {
 		return errs.ErrStopped
 	}
+	return m.defrag(be)
+}
+
+// defrag commits what the member has applied, under applyMu as every
+// commit must be, and then defragments online: the copy then starts from
+// the newest state, so deletes and a compaction just applied give their
+// space back in this defrag rather than the next (Defrag itself never
+// commits, see backend/defrag.go).
+func (m *Maintenance) defrag(be backend.Backend) error {
+	m.member.withApplyLock(func(be backend.Backend) { be.Commit() })
 	return be.Defrag()
 }
 

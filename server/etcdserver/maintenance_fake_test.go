@@ -65,9 +65,13 @@ func (f *fakeMaintenanceMember) fillHeader(h **pb.ResponseHeader) { *h = f.Heade
 func (f *fakeMaintenanceMember) proposeRequest(context.Context, *pb.InternalRaftRequest) (proto.Message, error) {
 	return &pb.AlarmResponse{}, nil
 }
-func (f *fakeMaintenanceMember) storeStatus() (storeStatus, bool)    { return f.store, !f.stopped }
-func (f *fakeMaintenanceMember) backend() (backend.Backend, bool)    { return f.be, f.be != nil }
-func (f *fakeMaintenanceMember) withApplyLock(func(backend.Backend)) {}
+func (f *fakeMaintenanceMember) storeStatus() (storeStatus, bool) { return f.store, !f.stopped }
+func (f *fakeMaintenanceMember) backend() (backend.Backend, bool) { return f.be, f.be != nil }
+func (f *fakeMaintenanceMember) withApplyLock(fn func(backend.Backend)) {
+	if f.be != nil {
+		fn(f.be)
+	}
+}
 func (f *fakeMaintenanceMember) hashByRev(int64) (mvcc.KeyValueHash, int64, error) {
 	return mvcc.KeyValueHash{}, 0, errs.ErrStopped
 }
@@ -193,5 +197,23 @@ func TestAutoDefragTellsItsWatchers(t *testing.T) {
 		if !slices.Equal(l.events, []string{"started", "finished"}) {
 			t.Fatalf("watcher told %v, want started, finished", l.events)
 		}
+	}
+}
+
+// TestDefragmentStartsFromTheNewestState: Defragment has the member commit
+// (under applyMu) before the online defrag copies, so writes applied just
+// before it, a delete of everything say, are in the copy's source.
+func TestDefragmentStartsFromTheNewestState(t *testing.T) {
+	be, _ := backend.NewTmpBackend(t)
+	tx := be.BatchTx()
+	tx.Lock()
+	tx.UnsafePut(backend.BucketKey, []byte("applied"), []byte("just now"))
+	tx.Unlock()
+	m, _ := newTestMaintenance(&fakeMaintenanceMember{self: 1, be: be})
+	if err := m.Defragment(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := be.PendingWrites(); n != 0 {
+		t.Fatalf("%d writes still uncommitted after Defragment: it did not commit first", n)
 	}
 }
