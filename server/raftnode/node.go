@@ -288,17 +288,52 @@ func (n *Node) notify() {
 }
 
 // stepInbox steps every message received from peers, in arrival order.
+// Proposals that followers forwarded wait while this leader hands over its
+// leadership (see transferring) and are stepped as soon as it is over.
 func (n *Node) stepInbox() {
 	n.queueMu.Lock()
 	msgs := n.inbox
 	n.inbox = nil
 	n.queueMu.Unlock()
+	var held []*raftpb.Message
 	for _, m := range msgs {
-		if err := n.rn.Step(m); err != nil {
-			n.lg.Debug("raft refused a message from a peer", zap.String("type", m.GetType().String()),
-				zap.String("from", strconv.FormatUint(m.GetFrom(), 16)), zap.Error(err))
+		if m.GetType() == raftpb.MsgProp && n.transferring() {
+			held = append(held, m)
+			continue
 		}
+		n.stepFromPeer(m)
 	}
+	if len(held) > 0 && !n.transferring() {
+		// A message just stepped ended the transfer.
+		for _, m := range held {
+			n.stepFromPeer(m)
+		}
+		held = nil
+	}
+	if len(held) > 0 {
+		n.queueMu.Lock()
+		n.inbox = append(held, n.inbox...)
+		n.queueMu.Unlock()
+	}
+}
+
+func (n *Node) stepFromPeer(m *raftpb.Message) {
+	if err := n.rn.Step(m); err != nil {
+		n.lg.Debug("raft refused a message from a peer", zap.String("type", m.GetType().String()),
+			zap.String("from", strconv.FormatUint(m.GetFrom(), 16)), zap.Error(err))
+	}
+}
+
+// transferring reports whether this member leads and is handing its
+// leadership over (MoveLeader, or the hand-over at stop). raft drops every
+// proposal meanwhile, silently for one a follower forwarded, so its client
+// would wait out its timeout; held until the transfer ends (it ends within
+// an election timeout, either way), a proposal is then appended here or,
+// once another member leads, forwarded to it. A dropped proposal was never
+// appended, so holding it can never apply it twice.
+func (n *Node) transferring() bool {
+	st := n.rn.BasicStatus()
+	return st.RaftState == raft.StateLeader && st.LeadTransferee != 0
 }
 
 // ReportUnreachable tells raft a peer could not be reached, so it probes
@@ -412,9 +447,10 @@ func (n *Node) processReadys() bool {
 }
 
 // stepProposals hands every queued proposal to raft in one message, once a
-// leader is known.
+// leader is known and no leadership transfer is under way (see
+// transferring).
 func (n *Node) stepProposals() {
-	if n.Leader() == 0 {
+	if n.Leader() == 0 || n.transferring() {
 		n.dropExpired()
 		return
 	}
