@@ -331,3 +331,24 @@ func TestDefragNeverCommits(t *testing.T) {
 		t.Fatalf("after a crash: uncommitted writes from before the defrag are durable: %v", diff(got, want))
 	}
 }
+
+// TestDropInSlicesCoversTheMappingOnce: the retired file's mapping is
+// dropped in consecutive slices that cover it exactly.
+func TestDropInSlicesCoversTheMappingOnce(t *testing.T) {
+	type call struct {
+		addr uintptr
+		size int64
+	}
+	var calls []call
+	record := func(addr uintptr, size int64) error { calls = append(calls, call{addr, size}); return nil }
+	dropInSlices(record, 0x1000, 10<<20+5, 4<<20, 0)
+	want := []call{{0x1000, 4 << 20}, {0x1000 + 4<<20, 4 << 20}, {0x1000 + 8<<20, 2<<20 + 5}}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+	calls = nil
+	dropInSlices(record, 0x1000, 0, 4<<20, 0)
+	if len(calls) != 0 {
+		t.Fatalf("an empty mapping was dropped: %v", calls)
+	}
+}
