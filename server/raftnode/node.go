@@ -296,14 +296,22 @@ func (n *Node) stepInbox() {
 	n.inbox = nil
 	n.queueMu.Unlock()
 	var held []*raftpb.Message
+	// Only a message other than a proposal can end a transfer, so the
+	// state is read again after those alone, not once per proposal.
+	holding := n.transferring()
 	for _, m := range msgs {
-		if m.GetType() == raftpb.MsgProp && n.transferring() {
-			held = append(held, m)
+		if m.GetType() == raftpb.MsgProp {
+			if holding {
+				held = append(held, m)
+			} else {
+				n.stepFromPeer(m)
+			}
 			continue
 		}
 		n.stepFromPeer(m)
+		holding = n.transferring()
 	}
-	if len(held) > 0 && !n.transferring() {
+	if len(held) > 0 && !holding {
 		// A message just stepped ended the transfer.
 		for _, m := range held {
 			n.stepFromPeer(m)
