@@ -6,7 +6,7 @@ require (
 	github.com/cairnkv/cairn/api v0.1.0 // indirect
 	github.com/cairnkv/cairn/client v0.1.0
 	github.com/cairnkv/cairn/ctl v0.1.0
-	github.com/cairnkv/cairn/pkg v0.1.0 // indirect
+	github.com/cairnkv/cairn/pkg v0.1.0
 	github.com/cairnkv/cairn/server v0.1.0
 	github.com/cairnkv/cairn/tests v0.1.0
 	github.com/cairnkv/cairn/utl v0.1.0

@@ -194,11 +194,7 @@ func (c *Client) waitReady(timeout time.Duration) error {
 func (c *Client) Endpoints() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]string, len(c.endpoints))
-	for i, ep := range c.endpoints {
-		out[i] = ep.raw
-	}
-	return out
+	return rawEndpoints(c.endpoints)
 }
 
 // SetEndpoints replaces the endpoints; gRPC opens sub-connections to new
@@ -221,8 +217,13 @@ func (c *Client) SetEndpoints(raws ...string) error {
 func (c *Client) usableEndpoints() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]string, len(c.usable))
-	for i, ep := range c.usable {
+	return rawEndpoints(c.usable)
+}
+
+// rawEndpoints are eps as they were given.
+func rawEndpoints(eps []endpoint) []string {
+	out := make([]string, len(eps))
+	for i, ep := range eps {
 		out[i] = ep.raw
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/wait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -182,14 +183,10 @@ func (c *Client) backoff(attempt int) time.Duration {
 
 // wait sleeps for the attempt's backoff or until ctx ends.
 func (c *Client) wait(ctx context.Context, attempt int) error {
-	t := time.NewTimer(c.backoff(attempt))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !wait.Sleep(ctx, c.backoff(attempt)) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // toErr turns a gRPC error into the rpctypes error the server meant, and a

@@ -41,9 +41,12 @@ type txn struct {
 	elseOps []Op
 }
 
-// advance records that part p is being given, and panics if it comes twice
-// or after a part that must follow it.
-func (t *txn) advance(p txnPart) {
+// advance records that part p is being given and stores it with set, under
+// the txn's lock; it panics if p comes twice or after a part that must
+// follow it.
+func (t *txn) advance(p txnPart, set func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	switch {
 	case t.last == p:
 		panic(fmt.Sprintf("client: Txn.%v called twice", p))
@@ -51,29 +54,21 @@ func (t *txn) advance(p txnPart) {
 		panic(fmt.Sprintf("client: Txn.%v called after %v", p, t.last))
 	}
 	t.last = p
+	set()
 }
 
 func (t *txn) If(cs ...Cmp) Txn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.advance(partIf)
-	t.cmps = cs
+	t.advance(partIf, func() { t.cmps = cs })
 	return t
 }
 
 func (t *txn) Then(ops ...Op) Txn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.advance(partThen)
-	t.thenOps = ops
+	t.advance(partThen, func() { t.thenOps = ops })
 	return t
 }
 
 func (t *txn) Else(ops ...Op) Txn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.advance(partElse)
-	t.elseOps = ops
+	t.advance(partElse, func() { t.elseOps = ops })
 	return t
 }
 

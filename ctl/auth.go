@@ -21,22 +21,30 @@ func init() {
 	register(
 		&command{path: "auth enable", usage: "Enables authentication", run: authEnableCmd},
 		&command{path: "auth disable", usage: "Disables authentication", run: authDisableCmd},
-		&command{path: "auth status", usage: "Returns authentication status", run: authStatusCmd},
+		&command{path: "auth status", usage: "Returns authentication status",
+			run: listing("auth status command does not accept any arguments", (*client.Client).AuthStatus, (*printer).authStatus)},
 		&command{path: "user add", usage: "Adds a new user", flags: userAddFlags, run: userAddCmd},
-		&command{path: "user delete", usage: "Deletes a user", run: userDeleteCmd},
+		&command{path: "user delete", usage: "Deletes a user",
+			run: nameChange("user delete command requires user name as its argument", (*client.Client).UserDelete, "User %s deleted")},
 		&command{path: "user get", usage: "Gets detailed information of a user", flags: func(fs *flag.FlagSet, o *opts) {
 			fs.BoolVar(&o.detail, "detail", false, "Show permissions of roles granted to the user")
 		}, run: userGetCmd},
-		&command{path: "user list", usage: "Lists all users", run: userListCmd},
+		&command{path: "user list", usage: "Lists all users",
+			run: listing("user list command requires no arguments", (*client.Client).UserList, (*printer).userList)},
 		&command{path: "user passwd", usage: "Changes password of user", flags: func(fs *flag.FlagSet, o *opts) {
 			fs.BoolVar(&o.interactive, "interactive", true, "If true, read password from stdin instead of interactive terminal")
 		}, run: userPasswdCmd},
-		&command{path: "user grant-role", usage: "Grants a role to a user", run: userGrantRoleCmd},
-		&command{path: "user revoke-role", usage: "Revokes a role from a user", run: userRevokeRoleCmd},
-		&command{path: "role add", usage: "Adds a new role", run: roleAddCmd},
-		&command{path: "role delete", usage: "Deletes a role", run: roleDeleteCmd},
+		&command{path: "user grant-role", usage: "Grants a role to a user",
+			run: roleChange("user grant command requires user name and role name as its argument", (*client.Client).UserGrantRole, "Role %s is granted to user %s")},
+		&command{path: "user revoke-role", usage: "Revokes a role from a user",
+			run: roleChange("user revoke-role requires user name and role name as its argument", (*client.Client).UserRevokeRole, "Role %s is revoked from user %s")},
+		&command{path: "role add", usage: "Adds a new role",
+			run: nameChange("role add command requires role name as its argument", (*client.Client).RoleAdd, "Role %s created")},
+		&command{path: "role delete", usage: "Deletes a role",
+			run: nameChange("role delete command requires role name as its argument", (*client.Client).RoleDelete, "Role %s deleted")},
 		&command{path: "role get", usage: "Gets detailed information of a role", run: roleGetCmd},
-		&command{path: "role list", usage: "Lists all roles", run: roleListCmd},
+		&command{path: "role list", usage: "Lists all roles",
+			run: listing("role list command requires no arguments", (*client.Client).RoleList, (*printer).roleList)},
 		&command{path: "role grant-permission", usage: "Grants a key to a role", flags: permFlags("grant"), run: roleGrantCmd},
 		&command{path: "role revoke-permission", usage: "Revokes a key from a role", flags: permFlags("revoke"), run: roleRevokeCmd},
 	)
@@ -111,10 +119,7 @@ func (c *cmdCtx) stty(arg string) {
 }
 
 func noArgs(c *cmdCtx, what string) error {
-	if len(c.args) != 0 {
-		return fail(exitBadArgs, "%s command does not accept any arguments", what)
-	}
-	return nil
+	return c.wantArgs(0, what+" command does not accept any arguments")
 }
 
 // authEnableCmd enables auth; like etcdctl it first creates the root role
@@ -153,19 +158,6 @@ func authDisableCmd(c *cmdCtx) error {
 		}
 		fmt.Fprintln(c.stdout, "Authentication Disabled")
 		return nil
-	})
-}
-
-func authStatusCmd(c *cmdCtx) error {
-	if err := noArgs(c, "auth status"); err != nil {
-		return err
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.AuthStatus(ctx)
-		if err != nil {
-			return err
-		}
-		return c.p.authStatus(r)
 	})
 }
 
@@ -226,40 +218,23 @@ func (c *cmdCtx) confirmPassword(name string) (string, error) {
 }
 
 func userAddCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "user add command requires user name as its argument")
+	if err := c.wantArgs(1, "user add command requires user name as its argument"); err != nil {
+		return err
 	}
 	user, password, err := c.newUserPassword(c.args[0])
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserAddWithOptions(ctx, user, password, &client.UserAddOptions{NoPassword: c.o.noPassword})
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("User %s created", user))
-	})
-}
-
-func userDeleteCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "user delete command requires user name as its argument")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserDelete(ctx, c.args[0])
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("User %s deleted", c.args[0]))
-	})
+	return authChange(c, func(ctx context.Context, cl *client.Client) (*client.AuthUserAddResponse, error) {
+		return cl.UserAddWithOptions(ctx, user, password, &client.UserAddOptions{NoPassword: c.o.noPassword})
+	}, fmt.Sprintf("User %s created", user))
 }
 
 // userGetCmd prints a user's roles; with --detail, each role's permissions
 // under a "User:" line that every format gets, as with etcdctl.
 func userGetCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "user get command requires user name as its argument")
+	if err := c.wantArgs(1, "user get command requires user name as its argument"); err != nil {
+		return err
 	}
 	name := c.args[0]
 	return c.withClient(func(ctx context.Context, cl *client.Client) error {
@@ -285,22 +260,9 @@ func userGetCmd(c *cmdCtx) error {
 	})
 }
 
-func userListCmd(c *cmdCtx) error {
-	if len(c.args) != 0 {
-		return fail(exitBadArgs, "user list command requires no arguments")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserList(ctx)
-		if err != nil {
-			return err
-		}
-		return c.p.userList(r)
-	})
-}
-
 func userPasswdCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "user passwd command requires user name as its argument")
+	if err := c.wantArgs(1, "user passwd command requires user name as its argument"); err != nil {
+		return err
 	}
 	var password string
 	if c.o.interactive {
@@ -311,93 +273,19 @@ func userPasswdCmd(c *cmdCtx) error {
 	} else {
 		password = c.scanPassword()
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserChangePassword(ctx, c.args[0], password)
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), "Password updated")
-	})
-}
-
-func userGrantRoleCmd(c *cmdCtx) error {
-	if len(c.args) != 2 {
-		return fail(exitBadArgs, "user grant command requires user name and role name as its argument")
-	}
-	user, role := c.args[0], c.args[1]
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserGrantRole(ctx, user, role)
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("Role %s is granted to user %s", role, user))
-	})
-}
-
-func userRevokeRoleCmd(c *cmdCtx) error {
-	if len(c.args) != 2 {
-		return fail(exitBadArgs, "user revoke-role requires user name and role name as its argument")
-	}
-	user, role := c.args[0], c.args[1]
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.UserRevokeRole(ctx, user, role)
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("Role %s is revoked from user %s", role, user))
-	})
-}
-
-func roleAddCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "role add command requires role name as its argument")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleAdd(ctx, c.args[0])
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("Role %s created", c.args[0]))
-	})
-}
-
-func roleDeleteCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "role delete command requires role name as its argument")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleDelete(ctx, c.args[0])
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("Role %s deleted", c.args[0]))
-	})
+	return authChange(c, func(ctx context.Context, cl *client.Client) (*client.AuthUserChangePasswordResponse, error) {
+		return cl.UserChangePassword(ctx, c.args[0], password)
+	}, "Password updated")
 }
 
 func roleGetCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "role get command requires role name as its argument")
+	if err := c.wantArgs(1, "role get command requires role name as its argument"); err != nil {
+		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleGet(ctx, c.args[0])
-		if err != nil {
-			return err
-		}
-		return c.p.roleGet(c.args[0], r)
-	})
-}
-
-func roleListCmd(c *cmdCtx) error {
-	if len(c.args) != 0 {
-		return fail(exitBadArgs, "role list command requires no arguments")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleList(ctx)
-		if err != nil {
-			return err
-		}
-		return c.p.roleList(r)
-	})
+	role := c.args[0]
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.AuthRoleGetResponse, error) {
+		return cl.RoleGet(ctx, role)
+	}, func(r *client.AuthRoleGetResponse) error { return c.p.roleGet(role, r) })
 }
 
 func permFlags(verb string) func(fs *flag.FlagSet, o *opts) {
@@ -419,13 +307,9 @@ func roleGrantCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleGrantPermission(ctx, c.args[0], key, end, perm)
-		if err != nil {
-			return err
-		}
-		return c.p.authResult(r, r.GetHeader(), fmt.Sprintf("Role %s updated", c.args[0]))
-	})
+	return authChange(c, func(ctx context.Context, cl *client.Client) (*client.AuthRoleGrantPermissionResponse, error) {
+		return cl.RoleGrantPermission(ctx, c.args[0], key, end, perm)
+	}, fmt.Sprintf("Role %s updated", c.args[0]))
 }
 
 func roleRevokeCmd(c *cmdCtx) error {
@@ -436,14 +320,10 @@ func roleRevokeCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.RoleRevokePermission(ctx, c.args[0], key, end)
-		if err != nil {
-			return err
-		}
-		// etcdctl names the key as typed, even an empty one it sent as "\x00".
-		return c.p.authResult(r, r.GetHeader(), revokedPermission(c.args[0], c.args[1], end))
-	})
+	// etcdctl names the key as typed, even an empty one it sent as "\x00".
+	return authChange(c, func(ctx context.Context, cl *client.Client) (*client.AuthRoleRevokePermissionResponse, error) {
+		return cl.RoleRevokePermission(ctx, c.args[0], key, end)
+	}, revokedPermission(c.args[0], c.args[1], end))
 }
 
 // permRange turns "<key> [endkey]" and --prefix/--from-key into the key

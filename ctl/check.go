@@ -80,6 +80,17 @@ func checkModel(models map[string]loadModel, load string) (loadModel, error) {
 	return models[name], nil
 }
 
+// loadClients picks the workload model --load names among models and
+// connects as many clients as it takes.
+func (c *cmdCtx) loadClients(models map[string]loadModel) (loadModel, []*client.Client, func(), error) {
+	model, err := checkModel(models, c.o.check.load)
+	if err != nil {
+		return loadModel{}, nil, nil, err
+	}
+	cls, closeAll, err := c.clients(model.clients)
+	return model, cls, closeAll, err
+}
+
 // clients connects n clients, one connection each, as the checks load
 // the cluster from many connections.
 func (c *cmdCtx) clients(n int) ([]*client.Client, func(), error) {
@@ -289,11 +300,7 @@ func onInterrupt(f func()) (stop func()) {
 }
 
 func checkPerfCmd(c *cmdCtx) error {
-	model, err := checkModel(perfModels, c.o.check.load)
-	if err != nil {
-		return err
-	}
-	cls, closeAll, err := c.clients(model.clients)
+	model, cls, closeAll, err := c.loadClients(perfModels)
 	if err != nil {
 		return err
 	}
@@ -400,11 +407,7 @@ func perfVerdict(w io.Writer, s loadStats, limit int) error {
 }
 
 func checkDatascaleCmd(c *cmdCtx) error {
-	model, err := checkModel(datascaleModels, c.o.check.load)
-	if err != nil {
-		return err
-	}
-	cls, closeAll, err := c.clients(model.clients)
+	model, cls, closeAll, err := c.loadClients(datascaleModels)
 	if err != nil {
 		return err
 	}

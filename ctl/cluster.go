@@ -34,12 +34,13 @@ func init() {
 			fs.StringVar(&o.peerURLs, "peer-urls", "", "comma separated peer URLs for the new member.")
 			fs.BoolVar(&o.learner, "learner", false, "indicates if the new member is raft learner")
 		}, run: memberAddCmd},
-		&command{path: "member remove", usage: "Removes a member from the cluster", run: memberRemoveCmd},
+		&command{path: "member remove", usage: "Removes a member from the cluster", run: memberRemove},
 		&command{path: "member update", usage: "Updates a member in the cluster", flags: func(fs *flag.FlagSet, o *opts) {
 			fs.StringVar(&o.peerURLs, "peer-urls", "", "comma separated peer URLs for the updated member.")
 		}, run: memberUpdateCmd},
-		&command{path: "member promote", usage: "Promotes a non-voting member in the cluster", run: memberPromoteCmd},
-		&command{path: "alarm list", usage: "Lists all alarms", run: alarmListCmd},
+		&command{path: "member promote", usage: "Promotes a non-voting member in the cluster", run: memberPromote},
+		&command{path: "alarm list", usage: "Lists all alarms",
+			run: listing("alarm list command accepts no arguments", (*client.Client).AlarmList, (*printer).alarm)},
 		&command{path: "alarm disarm", usage: "Disarms all alarms", run: alarmDisarmCmd},
 		&command{path: "move-leader", usage: "Transfers leadership to another etcd cluster member.", run: moveLeaderCmd},
 	)
@@ -57,84 +58,76 @@ func (c *cmdCtx) withClient(f func(ctx context.Context, cl *client.Client) error
 	return f(ctx, cl)
 }
 
-func leaseID(s string) (client.LeaseID, error) {
-	id, err := strconv.ParseInt(s, 16, 64)
+// leaseArg reads the command's one argument, a lease ID in hex; usage is
+// etcdctl's message for a wrong argument count.
+func (c *cmdCtx) leaseArg(usage string) (client.LeaseID, error) {
+	if err := c.wantArgs(1, usage); err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(c.args[0], 16, 64)
 	if err != nil {
 		return 0, fail(exitBadArgs, "bad lease ID arg (%w), expecting ID in Hex", err)
 	}
 	return client.LeaseID(id), nil
 }
 
+// failOn is fail for err, or nil when there is no error.
+func failOn(err error, code int, format string) error {
+	if err == nil {
+		return nil
+	}
+	return fail(code, format, err)
+}
+
 func leaseGrantCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "lease grant command needs TTL argument")
+	if err := c.wantArgs(1, "lease grant command needs TTL argument"); err != nil {
+		return err
 	}
 	ttl, err := strconv.ParseInt(c.args[0], 10, 64)
 	if err != nil {
 		return fail(exitBadArgs, "bad TTL (%w)", err)
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.LeaseGrantResponse, error) {
 		r, err := cl.Grant(ctx, ttl)
-		if err != nil {
-			return fail(exitError, "failed to grant lease (%w)", err)
-		}
-		return c.p.grant(r)
-	})
+		return r, failOn(err, exitError, "failed to grant lease (%w)")
+	}, c.p.grant)
 }
 
 func leaseRevokeCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "lease revoke command needs 1 argument")
-	}
-	id, err := leaseID(c.args[0])
+	id, err := c.leaseArg("lease revoke command needs 1 argument")
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.LeaseRevokeResponse, error) {
 		r, err := cl.Revoke(ctx, id)
-		if err != nil {
-			return fail(exitError, "failed to revoke lease (%w)", err)
-		}
-		return c.p.revoke(id, r)
-	})
+		return r, failOn(err, exitError, "failed to revoke lease (%w)")
+	}, func(r *client.LeaseRevokeResponse) error { return c.p.revoke(id, r) })
 }
 
 func leaseTTLCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "lease timetolive command needs lease ID as argument")
-	}
-	id, err := leaseID(c.args[0])
+	id, err := c.leaseArg("lease timetolive command needs lease ID as argument")
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		var lo []client.LeaseOption
-		if c.o.keys {
-			lo = append(lo, client.WithAttachedKeys())
-		}
+	var lo []client.LeaseOption
+	if c.o.keys {
+		lo = append(lo, client.WithAttachedKeys())
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.LeaseTimeToLiveResponse, error) {
 		r, err := cl.TimeToLive(ctx, id, lo...)
-		if err != nil {
-			return fail(exitBadConn, "%v", err)
-		}
-		return c.p.timeToLive(r, c.o.keys)
-	})
+		return r, failOn(err, exitBadConn, "%v")
+	}, func(r *client.LeaseTimeToLiveResponse) error { return c.p.timeToLive(r, c.o.keys) })
 }
 
 func leaseListCmd(c *cmdCtx) error {
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.LeaseLeasesResponse, error) {
 		r, err := cl.Leases(ctx)
-		if err != nil {
-			return fail(exitBadConn, "%v", err)
-		}
-		return c.p.leases(r)
-	})
+		return r, failOn(err, exitBadConn, "%v")
+	}, c.p.leases)
 }
 
 func leaseKeepAliveCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "lease keep-alive command needs lease ID as argument")
-	}
-	id, err := leaseID(c.args[0])
+	id, err := c.leaseArg("lease keep-alive command needs lease ID as argument")
 	if err != nil {
 		return err
 	}
@@ -168,17 +161,13 @@ func leaseKeepAliveCmd(c *cmdCtx) error {
 }
 
 func memberListCmd(c *cmdCtx) error {
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		var ops []client.OpOption
-		if isSerializable(c.o.consistency) {
-			ops = append(ops, client.WithSerializable())
-		}
-		r, err := cl.MemberList(ctx, ops...)
-		if err != nil {
-			return err
-		}
-		return c.p.memberList(r)
-	})
+	var ops []client.OpOption
+	if isSerializable(c.o.consistency) {
+		ops = append(ops, client.WithSerializable())
+	}
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.MemberListResponse, error) {
+		return cl.MemberList(ctx, ops...)
+	}, c.p.memberList)
 }
 
 func memberAddCmd(c *cmdCtx) error {
@@ -250,70 +239,30 @@ func memberID(args []string) (uint64, error) {
 	return id, nil
 }
 
-func memberRemoveCmd(c *cmdCtx) error {
-	id, err := memberID(c.args)
-	if err != nil {
-		return err
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.MemberRemove(ctx, id)
-		if err != nil {
-			return err
-		}
-		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
-			fmt.Sprintf("Member %16x removed from cluster %16x", id, r.GetHeader().GetClusterId()))
-	})
-}
+var (
+	memberRemove = memberChange(func(_ *cmdCtx, ctx context.Context, cl *client.Client, id uint64) (*client.MemberRemoveResponse, error) {
+		return cl.MemberRemove(ctx, id)
+	}, "removed from")
+	memberUpdate = memberChange(func(c *cmdCtx, ctx context.Context, cl *client.Client, id uint64) (*client.MemberUpdateResponse, error) {
+		return cl.MemberUpdate(ctx, id, strings.Split(c.o.peerURLs, ","))
+	}, "updated in")
+	memberPromote = memberChange(func(_ *cmdCtx, ctx context.Context, cl *client.Client, id uint64) (*client.MemberPromoteResponse, error) {
+		return cl.MemberPromote(ctx, id)
+	}, "promoted in")
+)
 
+// memberUpdateCmd refuses a missing --peer-urls before it connects, but
+// after a bad member ID, as etcdctl does.
 func memberUpdateCmd(c *cmdCtx) error {
-	id, err := memberID(c.args)
-	if err != nil {
-		return err
-	}
-	if c.o.peerURLs == "" {
+	if _, err := memberID(c.args); err == nil && c.o.peerURLs == "" {
 		return fail(exitBadArgs, "member peer urls not provided")
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.MemberUpdate(ctx, id, strings.Split(c.o.peerURLs, ","))
-		if err != nil {
-			return err
-		}
-		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
-			fmt.Sprintf("Member %16x updated in cluster %16x", id, r.GetHeader().GetClusterId()))
-	})
-}
-
-func memberPromoteCmd(c *cmdCtx) error {
-	id, err := memberID(c.args)
-	if err != nil {
-		return err
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.MemberPromote(ctx, id)
-		if err != nil {
-			return err
-		}
-		return c.p.memberChange(r, r.GetHeader(), r.GetMembers(),
-			fmt.Sprintf("Member %16x promoted in cluster %16x", id, r.GetHeader().GetClusterId()))
-	})
-}
-
-func alarmListCmd(c *cmdCtx) error {
-	if len(c.args) != 0 {
-		return fail(exitBadArgs, "alarm list command accepts no arguments")
-	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		r, err := cl.AlarmList(ctx)
-		if err != nil {
-			return err
-		}
-		return c.p.alarm(r)
-	})
+	return memberUpdate(c)
 }
 
 func alarmDisarmCmd(c *cmdCtx) error {
-	if len(c.args) != 0 {
-		return fail(exitBadArgs, "alarm disarm command accepts no arguments")
+	if err := c.wantArgs(0, "alarm disarm command accepts no arguments"); err != nil {
+		return err
 	}
 	return c.withClient(func(ctx context.Context, cl *client.Client) error {
 		// Disarm every alarm raised, as etcdctl does.

@@ -241,13 +241,9 @@ func getCmd(c *cmdCtx) error {
 	if c.o.printValueOnly && c.p.format != "simple" {
 		return fail(exitBadArgs, "print-value-only is only for `--write-out=simple`")
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		resp, err := cl.Get(ctx, key, ops...)
-		if err != nil {
-			return err
-		}
-		return c.p.get(resp)
-	})
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.GetResponse, error) {
+		return cl.Get(ctx, key, ops...)
+	}, c.p.get)
 }
 
 func putFlags(fs *flag.FlagSet, o *opts) {
@@ -310,13 +306,9 @@ func putCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		resp, err := cl.Put(ctx, key, val, ops...)
-		if err != nil {
-			return err
-		}
-		return c.p.put(resp)
-	})
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.PutResponse, error) {
+		return cl.Put(ctx, key, val, ops...)
+	}, c.p.put)
 }
 
 func delFlags(fs *flag.FlagSet, o *opts) {
@@ -371,13 +363,9 @@ func delCmd(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		resp, err := cl.Delete(ctx, key, ops...)
-		if err != nil {
-			return err
-		}
-		return c.p.del(resp)
-	})
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.DeleteResponse, error) {
+		return cl.Delete(ctx, key, ops...)
+	}, c.p.del)
 }
 
 func txnFlags(fs *flag.FlagSet, o *opts) {
@@ -396,27 +384,23 @@ func txnCmd(c *cmdCtx) error {
 		}
 	}
 	prompt("compares:")
-	cmps, err := readCompares(r)
+	cmps, err := readParsed(r, parseCompare)
 	if err != nil {
 		return err
 	}
 	prompt("success requests (get, put, del):")
-	thenOps, err := readOps(r)
+	thenOps, err := readParsed(r, parseRequest)
 	if err != nil {
 		return err
 	}
 	prompt("failure requests (get, put, del):")
-	elseOps, err := readOps(r)
+	elseOps, err := readParsed(r, parseRequest)
 	if err != nil {
 		return err
 	}
-	return c.withClient(func(ctx context.Context, cl *client.Client) error {
-		resp, err := cl.Txn(ctx).If(cmps...).Then(thenOps...).Else(elseOps...).Commit()
-		if err != nil {
-			return err
-		}
-		return c.p.txn(resp)
-	})
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.TxnResponse, error) {
+		return cl.Txn(ctx).If(cmps...).Then(thenOps...).Else(elseOps...).Commit()
+	}, c.p.txn)
 }
 
 func readLines(r *bufio.Reader, each func(string) error) error {
@@ -435,28 +419,18 @@ func readLines(r *bufio.Reader, each func(string) error) error {
 	}
 }
 
-func readCompares(r *bufio.Reader) (cmps []client.Cmp, err error) {
+// readParsed parses each line of one section of txn's input with parse
+// (parseCompare, parseRequest); a line it refuses is invalid input.
+func readParsed[T any](r *bufio.Reader, parse func(string) (T, error)) (items []T, err error) {
 	err = readLines(r, func(line string) error {
-		cmp, err := parseCompare(line)
+		item, err := parse(line)
 		if err != nil {
 			return &exitErr{code: exitInvalidInput, err: err}
 		}
-		cmps = append(cmps, cmp)
+		items = append(items, item)
 		return nil
 	})
-	return cmps, err
-}
-
-func readOps(r *bufio.Reader) (ops []client.Op, err error) {
-	err = readLines(r, func(line string) error {
-		op, err := parseRequest(line)
-		if err != nil {
-			return &exitErr{code: exitInvalidInput, err: err}
-		}
-		ops = append(ops, op)
-		return nil
-	})
-	return ops, err
+	return items, err
 }
 
 var argRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'|[^'"\s]\S*[^'"\s]?`)
@@ -580,27 +554,21 @@ func parseCompare(line string) (client.Cmp, error) {
 }
 
 func compactionCmd(c *cmdCtx) error {
-	if len(c.args) != 1 {
-		return fail(exitBadArgs, "compaction command needs 1 argument")
+	if err := c.wantArgs(1, "compaction command needs 1 argument"); err != nil {
+		return err
 	}
 	rev, err := strconv.ParseInt(c.args[0], 10, 64)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
-	cl, err := c.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	var ops []client.CompactOption
 	if c.o.physical {
 		ops = append(ops, client.WithCompactPhysical())
 	}
-	if _, err := cl.Compact(ctx, rev, ops...); err != nil {
-		return err
-	}
-	fmt.Fprintln(c.stdout, "compacted revision", rev)
-	return nil
+	return request(c, func(ctx context.Context, cl *client.Client) (*client.CompactResponse, error) {
+		return cl.Compact(ctx, rev, ops...)
+	}, func(*client.CompactResponse) error {
+		fmt.Fprintln(c.stdout, "compacted revision", rev)
+		return nil
+	})
 }

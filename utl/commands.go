@@ -44,10 +44,17 @@ func (r *restoreFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.InitialClusterToken, "initial-cluster-token", "etcd-cluster", "Initial cluster token for the etcd cluster during restore bootstrap")
 	fs.StringVar(&r.peerURLs, "initial-advertise-peer-urls", "http://localhost:2380", "List of this member's peer URLs to advertise to the rest of the cluster")
 	fs.StringVar(&c.Name, "name", "default", "Human-readable name for this member")
-	fs.BoolVar(&c.SkipHashCheck, "skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
-	fs.Uint64Var(&c.InitialMmapSize, "initial-memory-map-size", defaultMmapSize, "Initial memory map size of the database in bytes. It uses the default value if not defined or defined to 0")
+	defineSnapshotDBFlags(fs, &c.SkipHashCheck, &c.InitialMmapSize)
 	fs.Uint64Var(&c.RevisionBump, "bump-revision", 0, "How much to increase the latest revision after restore")
 	fs.BoolVar(&c.MarkCompacted, "mark-compacted", false, "Mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0, disallowed otherwise)")
+}
+
+// defineSnapshotDBFlags adds the flags that both restore commands take
+// with one meaning: whether the snapshot's hash is checked, and how large
+// the restored db is first mapped.
+func defineSnapshotDBFlags(fs *flag.FlagSet, skipHashCheck *bool, mmapSize *uint64) {
+	fs.BoolVar(skipHashCheck, "skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
+	fs.Uint64Var(mmapSize, "initial-memory-map-size", defaultMmapSize, "Initial memory map size of the database in bytes. It uses the default value if not defined or defined to 0")
 }
 
 func runRestore(e *env, args []string) error {

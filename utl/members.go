@@ -3,8 +3,6 @@ package utl
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sort"
 	"strings"
 
@@ -67,44 +65,6 @@ func sortedNames(m map[string][]string) []string {
 	return names
 }
 
-// parseURLs validates URLs as etcd's types.NewURLs does and returns them
-// normalised and sorted.
-func parseURLs(strs []string) ([]string, error) {
-	if len(strs) == 0 {
-		return nil, errors.New("no valid URLs given")
-	}
-	out := make([]string, len(strs))
-	for i, in := range strs {
-		in = strings.TrimSpace(in)
-		u, err := url.Parse(in)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkURL(u, in); err != nil {
-			return nil, err
-		}
-		out[i] = u.String()
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func checkURL(u *url.URL, in string) error {
-	switch u.Scheme {
-	case "http", "https":
-		if _, _, err := net.SplitHostPort(u.Host); err != nil {
-			return fmt.Errorf(`URL address does not have the form "host:port": %s`, in)
-		}
-		if u.Path != "" {
-			return fmt.Errorf("URL must not contain a path: %s", in)
-		}
-	case "unix", "unixs":
-	default:
-		return fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", in)
-	}
-	return nil
-}
-
 // parseInitialCluster parses "name=url,name=url" as etcd's types.NewURLsMap:
 // a name may repeat to give a member several URLs; empty items are skipped.
 func parseInitialCluster(s string) (map[string][]string, error) {
@@ -118,7 +78,7 @@ func parseInitialCluster(s string) (map[string][]string, error) {
 	}
 	out := make(map[string][]string, len(raw))
 	for _, name := range sortedNames(raw) {
-		us, err := parseURLs(raw[name])
+		us, err := membership.ParsePeerURLs(raw[name])
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,9 @@ func TestVerifyBootstrapErrors(t *testing.T) {
 	}
 }
 
-func TestParseURLsErrors(t *testing.T) {
+// TestPeerURLErrors holds the URL checks restore uses (those of
+// membership.ParsePeerURLs) to etcdutl's messages.
+func TestPeerURLErrors(t *testing.T) {
 	cases := map[string]string{
 		"ftp://x:1":            "URL scheme must be http, https, unix, or unixs: ftp://x:1",
 		"http://x":             `URL address does not have the form "host:port": http://x`,
@@ -59,9 +61,9 @@ func TestParseURLsErrors(t *testing.T) {
 		" http://127.0.0.1:1 ": "",
 	}
 	for in, want := range cases {
-		_, err := parseURLs([]string{in})
+		_, err := membership.ParsePeerURLs([]string{in})
 		if (want == "") != (err == nil) || (err != nil && err.Error() != want) {
-			t.Errorf("parseURLs(%q) = %v, want %q", in, err, want)
+			t.Errorf("ParsePeerURLs(%q) = %v, want %q", in, err, want)
 		}
 	}
 }

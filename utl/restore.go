@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cairnkv/cairn/server/membership"
 	"go.uber.org/zap"
 )
 
@@ -102,7 +103,7 @@ func planRestore(cfg RestoreConfig) (*restorePlan, error) {
 }
 
 func restoreCluster(cfg RestoreConfig) (*cluster, error) {
-	peerURLs, err := parseURLs(cfg.PeerURLs)
+	peerURLs, err := membership.ParsePeerURLs(cfg.PeerURLs)
 	if err != nil {
 		return nil, err
 	}

@@ -180,8 +180,7 @@ func (r *restoreClusterFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.InitialClusterToken, "initial-cluster-token", "etcd-cluster", "Initial cluster token of the restored cluster")
 	fs.StringVar(&c.DataDirPrefix, "data-dir-prefix", "", "Directory to write each member's data dir in, as <dir>/<name>.etcd (default: the current directory)")
 	fs.StringVar(&r.dataDirs, "data-dirs", "", "Each member's data dir, name=dir,... (instead of --data-dir-prefix; must name every member)")
-	fs.BoolVar(&c.SkipHashCheck, "skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
-	fs.Uint64Var(&c.InitialMmapSize, "initial-memory-map-size", defaultMmapSize, "Initial memory map size of the database in bytes. It uses the default value if not defined or defined to 0")
+	defineSnapshotDBFlags(fs, &c.SkipHashCheck, &c.InitialMmapSize)
 	fs.Uint64Var(&c.RevisionBump, "bump-revision", DefaultClusterRevisionBump, "How much to increase the latest revision after restore (0 requires --mark-compacted=false)")
 	fs.BoolVar(&c.MarkCompacted, "mark-compacted", true, "Mark the bumped revision as compacted, so watches from older revisions fail with a compaction error")
 }

@@ -10,20 +10,27 @@ import (
 // to its subcommands, one that maps it to its flags, a list of the flags
 // that take a value, and a walk over the words typed so far.
 
-func writeBash(w io.Writer, prog string, t tables) error {
-	fn := "_" + ident(prog)
-	var b strings.Builder
-	fmt.Fprintf(&b, "# bash completion for %s; load with: source <(%s completion bash)\n", prog, prog)
-	writeCaseFunc(&b, fn+"_subs", t, func(p string) string { return strings.Join(t.subs[p], " ") })
-	writeCaseFunc(&b, fn+"_flags", t, t.flagWords)
-	fmt.Fprintf(&b, `%[1]s_takes_value() {
+// writeShTables writes the functions the bash and the zsh script share:
+// fn_subs and fn_flags (the tables) and fn_takes_value.
+func writeShTables(b *strings.Builder, fn string, t tables) {
+	writeCaseFunc(b, fn+"_subs", t, func(p string) string { return strings.Join(t.subs[p], " ") })
+	writeCaseFunc(b, fn+"_flags", t, t.flagWords)
+	fmt.Fprintf(b, `%[1]s_takes_value() {
     case "$1" in
         %[2]s) return 0 ;;
     esac
     return 1
 }
 
-%[1]s() {
+`, fn, valuePattern(t))
+}
+
+func writeBash(w io.Writer, prog string, t tables) error {
+	fn := "_" + ident(prog)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# bash completion for %s; load with: source <(%s completion bash)\n", prog, prog)
+	writeShTables(&b, fn, t)
+	fmt.Fprintf(&b, `%[1]s() {
     local cur="${COMP_WORDS[COMP_CWORD]}" path="" i word next
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
@@ -48,8 +55,8 @@ func writeBash(w io.Writer, prog string, t tables) error {
     fi
 }
 
-complete -o default -F %[1]s %[3]s
-`, fn, valuePattern(t), prog)
+complete -o default -F %[1]s %[2]s
+`, fn, prog)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -58,16 +65,8 @@ func writeZsh(w io.Writer, prog string, t tables) error {
 	fn := "_" + ident(prog)
 	var b strings.Builder
 	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s; put it in a directory of $fpath as _%s, or: source <(%s completion zsh)\n", prog, prog, prog, prog)
-	writeCaseFunc(&b, fn+"_subs", t, func(p string) string { return strings.Join(t.subs[p], " ") })
-	writeCaseFunc(&b, fn+"_flags", t, t.flagWords)
-	fmt.Fprintf(&b, `%[1]s_takes_value() {
-    case "$1" in
-        %[2]s) return 0 ;;
-    esac
-    return 1
-}
-
-%[1]s() {
+	writeShTables(&b, fn, t)
+	fmt.Fprintf(&b, `%[1]s() {
     local cur="${words[CURRENT]}" path="" i word
     local -a subs
     for ((i = 2; i < CURRENT; i++)); do
@@ -96,9 +95,9 @@ func writeZsh(w io.Writer, prog string, t tables) error {
 if [[ "$funcstack[1]" == "%[1]s" ]]; then
     %[1]s "$@"
 else
-    compdef %[1]s %[3]s
+    compdef %[1]s %[2]s
 fi
-`, fn, valuePattern(t), prog)
+`, fn, prog)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

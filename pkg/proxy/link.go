@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 const (
@@ -196,7 +198,7 @@ func (p *Proxy) enqueue(l *link, d direction, data []byte, q chan<- chunk) bool 
 func (p *Proxy) writeLoop(l *link, d direction, dst net.Conn, q <-chan chunk) {
 	defer p.wg.Done()
 	for c := range q {
-		if !sleepUntil(l.ctx, c.due) {
+		if !wait.Until(l.ctx, c.due) {
 			return
 		}
 		if len(c.data) == 0 {
@@ -231,20 +233,4 @@ func (p *Proxy) closeLink(l *link, abort bool) {
 	p.mu.Lock()
 	delete(p.links, l)
 	p.mu.Unlock()
-}
-
-// sleepUntil waits for t; it reports false if ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -1,7 +1,8 @@
 // Package wait lets a goroutine wait for a result that another goroutine
-// produces later under a numeric ID, and lets readers wait for an index to
-// be reached. It owns no policy: the member uses it to pair a proposal with
-// its apply result and a read with the applied index it needs.
+// produces later under a numeric ID, lets readers wait for an index to be
+// reached, and sleeps that a context cuts short. It owns no policy: the
+// member uses it to pair a proposal with its apply result and a read with
+// the applied index it needs; paced and backing-off loops sleep with it.
 package wait
 
 import "sync"

@@ -30,12 +30,7 @@ func HashUserAdd(r *pb.AuthUserAddRequest, cost int) error {
 	if r.Options != nil && r.Options.NoPassword {
 		return nil
 	}
-	hash, err := GenerateHash(r.Password, cost)
-	if err != nil {
-		return err
-	}
-	r.HashedPassword, r.Password = hash, ""
-	return nil
+	return hashInPlace(&r.Password, &r.HashedPassword, cost)
 }
 
 // HashChangePassword is HashUserAdd for UserChangePassword. As in etcd an
@@ -45,11 +40,16 @@ func HashChangePassword(r *pb.AuthUserChangePasswordRequest, cost int) error {
 	if r.Password == "" {
 		return nil
 	}
-	hash, err := GenerateHash(r.Password, cost)
+	return hashInPlace(&r.Password, &r.HashedPassword, cost)
+}
+
+// hashInPlace moves the hash of *password to *hashed and clears *password.
+func hashInPlace(password, hashed *string, cost int) error {
+	hash, err := GenerateHash(*password, cost)
 	if err != nil {
 		return err
 	}
-	r.HashedPassword, r.Password = hash, ""
+	*hashed, *password = hash, ""
 	return nil
 }
 

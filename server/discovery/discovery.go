@@ -34,6 +34,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // Prefix is the key prefix of every discovery token.
@@ -231,16 +232,12 @@ func (d *discoverer) backoff(ctx context.Context, step string, cause error) erro
 		return fmt.Errorf("%w: %s: %w", ErrTooManyRetries, step, cause)
 	}
 	shift := min(d.retries, 8)
-	wait := d.cfg.RetryBase << shift
-	d.lg.Warn("retry connecting to discovery service", zap.String("reason", step), zap.Duration("backoff", wait), zap.Error(cause))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	backoff := d.cfg.RetryBase << shift
+	d.lg.Warn("retry connecting to discovery service", zap.String("reason", step), zap.Duration("backoff", backoff), zap.Error(cause))
+	if !wait.Sleep(ctx, backoff) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 func (d *discoverer) request(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,35 +20,31 @@ import (
 // its grpc_type, grpc_service, grpc_method and grpc_code labels), kept by
 // this package's own interceptors.
 var (
-	grpcStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "grpc_server_started_total",
-		Help: "RPCs the server has started, by method.",
-	}, []string{"grpc_type", "grpc_service", "grpc_method"})
-	grpcHandled = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "grpc_server_handled_total",
-		Help: "RPCs the server has finished, by method and status code.",
-	}, []string{"grpc_type", "grpc_service", "grpc_method", "grpc_code"})
-	grpcMsgReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "grpc_server_msg_received_total",
-		Help: "Messages the server has received, by method.",
-	}, []string{"grpc_type", "grpc_service", "grpc_method"})
-	grpcMsgSent = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "grpc_server_msg_sent_total",
-		Help: "Messages the server has sent, by method.",
-	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	grpcStarted = counterVec("", "", "grpc_server_started_total",
+		"RPCs the server has started, by method.", methodLabels...)
+	grpcHandled = counterVec("", "", "grpc_server_handled_total",
+		"RPCs the server has finished, by method and status code.", handledLabels...)
+	grpcMsgReceived = counterVec("", "", "grpc_server_msg_received_total",
+		"Messages the server has received, by method.", methodLabels...)
+	grpcMsgSent = counterVec("", "", "grpc_server_msg_sent_total",
+		"Messages the server has sent, by method.", methodLabels...)
+	// Not registered with the others: EnableExtensive registers it.
 	grpcHandling = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "grpc_server_handling_seconds",
 		Help:    "Time from the start of an RPC to its end as handled by the server, by method.",
 		Buckets: grpcBuckets,
-	}, []string{"grpc_type", "grpc_service", "grpc_method"})
+	}, methodLabels)
 
 	extensiveOnce sync.Once
 	extensive     atomic.Bool
 )
 
-func registerGRPC() {
-	prometheus.MustRegister(grpcStarted, grpcHandled, grpcMsgReceived, grpcMsgSent)
-}
+var (
+	// methodLabels name an RPC method in every grpc_server_* series.
+	methodLabels = []string{"grpc_type", "grpc_service", "grpc_method"}
+	// handledLabels add the status code the RPC ended with.
+	handledLabels = append(slices.Clip(methodLabels), "grpc_code")
+)
 
 // EnableExtensive turns on --metrics=extensive: the gRPC handling-time
 // histogram is registered and recorded from then on. Call it before

@@ -113,30 +113,24 @@ func fromSource(f func(Source) float64) func() float64 {
 
 // Store figures, read through the Source.
 var (
-	dbTotalSize = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "db_total_size_in_bytes",
-		Help: "Size of the backend database file, in bytes.",
-	}, fromSource(func(s Source) float64 { return float64(s.DBSize()) }))
-	dbTotalSizeInUse = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd", Subsystem: "mvcc", Name: "db_total_size_in_use_in_bytes",
-		Help: "Part of the backend database file holding data (not free pages), in bytes.",
-	}, fromSource(func(s Source) float64 { return float64(s.DBSizeInUse()) }))
-	currentRevision = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "current_revision",
-		Help: "The store's current revision.",
-	}, fromSource(func(s Source) float64 { return float64(s.Rev()) }))
-	compactRevision = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "compact_revision",
-		Help: "Revision of the store's last compaction (-1 if none).",
-	}, fromSource(func(s Source) float64 { return float64(s.CompactRev()) }))
-	authRevision = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "auth", Name: "revision",
-		Help: "The auth store's revision.",
-	}, fromSource(func(s Source) float64 { return float64(s.AuthRevision()) }))
-	keysTotal = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "keys_total",
-		Help: "Number of keys in the store's index.",
-	}, fromSource(func(s Source) float64 { return float64(s.Keys()) }))
+	dbTotalSize = sourceGauge("etcd", "mvcc", "db_total_size_in_bytes",
+		"Size of the backend database file, in bytes.",
+		func(s Source) float64 { return float64(s.DBSize()) })
+	dbTotalSizeInUse = sourceGauge("etcd", "mvcc", "db_total_size_in_use_in_bytes",
+		"Part of the backend database file holding data (not free pages), in bytes.",
+		func(s Source) float64 { return float64(s.DBSizeInUse()) })
+	currentRevision = sourceGauge("etcd_debugging", "mvcc", "current_revision",
+		"The store's current revision.",
+		func(s Source) float64 { return float64(s.Rev()) })
+	compactRevision = sourceGauge("etcd_debugging", "mvcc", "compact_revision",
+		"Revision of the store's last compaction (-1 if none).",
+		func(s Source) float64 { return float64(s.CompactRev()) })
+	authRevision = sourceGauge("etcd_debugging", "auth", "revision",
+		"The auth store's revision.",
+		func(s Source) float64 { return float64(s.AuthRevision()) })
+	keysTotal = sourceGauge("etcd_debugging", "mvcc", "keys_total",
+		"Number of keys in the store's index.",
+		func(s Source) float64 { return float64(s.Keys()) })
 )
 
 // MVCC operation counters (counted when a request is applied or served).
@@ -152,20 +146,7 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(
-		HasLeader, IsLeader, IsLearner, LeaderChanges,
-		ProposalsCommitted, ProposalsApplied, ProposalsPending, ProposalsFailed,
-		ReadIndexFailed, QuotaBackendBytes,
-		serverID, serverVersion, goVersion,
-		WALFsyncSeconds, WALWriteBytes, BackendCommitSeconds, BackendDefragSeconds,
-		dbTotalSize, dbTotalSizeInUse, currentRevision, compactRevision, keysTotal, authRevision,
-		MVCCPut, MVCCDelete, MVCCRange, MVCCTxn,
-	)
 	goVersion.WithLabelValues(runtime.Version()).Set(1)
-	registerGRPC()
-	registerNetwork()
-	registerServer()
-	registerStore()
 }
 
 // SetServerVersion records the etcd version the server reports.
@@ -210,28 +191,41 @@ func SetLearner(learner bool) {
 
 // The constructors below declare a family in one line: namespace,
 // subsystem and name (etcd's, which dashboards and alerts match), help,
-// then buckets for histograms and label names for vectors.
+// then buckets for histograms and label names for vectors. Each registers
+// the family on the default registry as it creates it, so that a family is
+// named once, where it is declared.
 
 func counter(ns, sub, name, help string) prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	return register(prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}))
 }
 
 func counterVec(ns, sub, name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+	return register(prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels))
 }
 
 func gauge(ns, sub, name, help string) prometheus.Gauge {
-	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	return register(prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}))
 }
 
 func gaugeVec(ns, sub, name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
+	return register(prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels))
+}
+
+// sourceGauge is a gauge computed at scrape time by read from the Source
+// (0 while no Source is installed).
+func sourceGauge(ns, sub, name, help string, read func(Source) float64) prometheus.GaugeFunc {
+	return register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, fromSource(read)))
 }
 
 func histogram(ns, sub, name, help string, buckets []float64) prometheus.Histogram {
-	return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets})
+	return register(prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets}))
 }
 
 func histogramVec(ns, sub, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets}, labels)
+	return register(prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, Buckets: buckets}, labels))
+}
+
+func register[C prometheus.Collector](c C) C {
+	prometheus.MustRegister(c)
+	return c
 }

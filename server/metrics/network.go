@@ -59,15 +59,5 @@ var (
 		"Bytes of gRPC payload received from clients.")
 )
 
-func registerNetwork() {
-	prometheus.MustRegister(
-		PeerActive, PeerDisconnected, PeerKnown,
-		PeerSentBytes, PeerReceivedBytes, PeerSentFailures, PeerReceivedFailures, PeerRoundTrip,
-		SnapshotSendSuccess, SnapshotSendFailures, SnapshotSendInflight, SnapshotSendSeconds,
-		SnapshotReceiveSuccess, SnapshotReceiveFailures, SnapshotReceiveInflight, SnapshotReceiveSeconds,
-		ClientGRPCSentBytes, ClientGRPCReceivedBytes,
-	)
-}
-
 // ID formats a member ID as the label value etcd uses.
 func ID(id uint64) string { return strconv.FormatUint(id, 16) }

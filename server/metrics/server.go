@@ -34,8 +34,8 @@ var (
 	// 0.1ms doubling to about 52s.
 	ApplySeconds = histogramVec("etcd", "server", "apply_duration_seconds",
 		"Time taken to apply each request, by request type (op) and outcome.", prometheus.ExponentialBuckets(0.0001, 2, 20), "version", "op", "success")
-	clusterVersion = clusterVersionCollector{prometheus.NewDesc("etcd_cluster_version",
-		"Constant 1, labelled with the cluster version (major.minor).", []string{"cluster_version"}, nil)}
+	clusterVersion = register(clusterVersionCollector{prometheus.NewDesc("etcd_cluster_version",
+		"Constant 1, labelled with the cluster version (major.minor).", []string{"cluster_version"}, nil)})
 )
 
 // clusterVersionCollector reads the cluster version through the Source at
@@ -64,15 +64,6 @@ func majorMinor(v string) string {
 		}
 	}
 	return v
-}
-
-func registerServer() {
-	prometheus.MustRegister(
-		ClientRequests, HeartbeatSendFailures, SlowApplies, SlowReadIndexes,
-		LeaseExpired, SnapshotApplyInProgress,
-		LearnerPromoteSuccesses, LearnerPromoteFailures, clusterVersion, ApplySeconds,
-		featureEnabled, RequestSeconds, RangeSeconds,
-	)
 }
 
 // SetFeatureGate records a feature gate's effective value.

@@ -32,14 +32,12 @@ var (
 		"Watch streams open now.")
 	WatchEvents = counter("etcd_debugging", "mvcc", "events_total",
 		"Events handed to watchers.")
-	slowWatchers = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "slow_watcher_total",
-		Help: "Watchers behind the store's revision (catching up or blocked on a full channel).",
-	}, fromSource(func(s Source) float64 { slow, _ := s.WatchBacklog(); return float64(slow) }))
-	pendingEvents = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "etcd_debugging", Subsystem: "mvcc", Name: "pending_events_total",
-		Help: "Events held for watchers whose channel was full.",
-	}, fromSource(func(s Source) float64 { _, n := s.WatchBacklog(); return float64(n) }))
+	slowWatchers = sourceGauge("etcd_debugging", "mvcc", "slow_watcher_total",
+		"Watchers behind the store's revision (catching up or blocked on a full channel).",
+		func(s Source) float64 { slow, _ := s.WatchBacklog(); return float64(slow) })
+	pendingEvents = sourceGauge("etcd_debugging", "mvcc", "pending_events_total",
+		"Events held for watchers whose channel was full.",
+		func(s Source) float64 { _, n := s.WatchBacklog(); return float64(n) })
 )
 
 // Compaction and hashing of the store.
@@ -121,16 +119,3 @@ var (
 	LeaseTTL = histogram("etcd_debugging", "lease", "ttl_total",
 		"TTL, in seconds, of each granted lease.", prometheus.ExponentialBuckets(1, 2, 24))
 )
-
-func registerStore() {
-	prometheus.MustRegister(
-		BackendSnapshotSeconds, WALWriteSeconds, OpenReadTxns,
-		BackendCommitRebalanceSeconds, BackendCommitSpillSeconds, BackendCommitWriteSeconds,
-		Watchers, WatchStreams, WatchEvents, slowWatchers, pendingEvents,
-		LeaseGranted, LeaseRevoked, LeaseRenewed, LeaseTTL,
-		CompactionKeys, CompactionLast, CompactionPauseMs, CompactionTotalMs, IndexCompactionPauseMs,
-		HashSeconds, HashRevSeconds, TotalPutSize, DefragInflight, AutoDefrags, AutoDefragReclaimedBytes,
-		WatchSendStreamSeconds, WatchSendStreamPerEventSeconds, WatchSendControlSeconds, WatchSendProgressSeconds,
-		SnapSaveSeconds, SnapMarshalSeconds, SnapFsyncSeconds, SnapDBSaveSeconds, SnapDBFsyncSeconds,
-	)
-}

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // streamType names a stream by its path element.
@@ -240,22 +240,10 @@ func (r *streamReader) run() {
 			r.p.m.receivedFailed.Inc()
 			r.p.status.deactivate(string(r.typ)+" stream read", err)
 		}
-		if !sleepCtx(r.p.ctx, delay) {
+		if !wait.Sleep(r.p.ctx, delay) {
 			return
 		}
 		delay = min(2*delay, maxRedialDelay)
-	}
-}
-
-// sleepCtx waits d or until ctx ends; false means ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // clock is the time source of a limiter; tests replace it so that pacing
@@ -18,19 +20,7 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func (realClock) Sleep(ctx context.Context, d time.Duration) bool { return wait.Sleep(ctx, d) }
 
 // limiter caps the request rate shared by every client of a run (--rate).
 // It hands out send slots one interval apart with a burst of one: a slot

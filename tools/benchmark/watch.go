@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/tools/benchmark/stats"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -421,7 +422,7 @@ func (r *watchRun) sendPuts(ctx context.Context, kvs []pb.KVClient, rec *stats.R
 					return
 				}
 				req := &pb.PutRequest{Key: r.cfg.keys.encode(seq % r.cfg.keys.space), Value: putValue(filler, seq)}
-				if !waitUntil(ctx, start.Add(r.cfg.dueAfter(seq))) {
+				if !wait.Until(ctx, start.Add(r.cfg.dueAfter(seq))) {
 					return
 				}
 				t0 := time.Now()
@@ -444,22 +445,6 @@ func (c *watchConfig) dueAfter(seq int64) time.Duration {
 		return 0
 	}
 	return time.Duration(float64(seq) / c.putRate * float64(time.Second))
-}
-
-// waitUntil sleeps until t and reports false if ctx ended first.
-func waitUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // awaitDelivery waits until every watcher has received an event for each

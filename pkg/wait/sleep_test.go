@@ -1,0 +1,32 @@
+package wait
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestSleep(t *testing.T) {
+	live := context.Background()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		d    time.Duration
+		want bool
+	}{
+		{"passes", live, time.Millisecond, true},
+		{"no wait, live", live, 0, true},
+		{"no wait, ended", ended, -time.Second, false},
+		{"ended while waiting", ended, time.Hour, false},
+	}
+	for _, c := range cases {
+		if got := Sleep(c.ctx, c.d); got != c.want {
+			t.Errorf("%s: Sleep = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !Until(live, time.Now().Add(-time.Second)) {
+		t.Error("Until a past time with a live context = false, want true")
+	}
+}
