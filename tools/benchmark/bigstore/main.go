@@ -54,6 +54,10 @@ type config struct {
 	window        time.Duration // each probe window
 	probeInterval time.Duration
 	probeKeys     int
+	// profileSeconds, if > 0, has each member serve pprof and the run
+	// fetch a CPU profile and an execution trace of that many seconds at
+	// the start of each maintenance call and of the window after it.
+	profileSeconds int
 
 	// Prebuilt binaries; empty means build (cairn, benchmark) or fetch
 	// (etcd) them.
@@ -85,6 +89,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.window, "probe-window", c.window, "length of the probe's windows before and after a maintenance call")
 	fs.DurationVar(&c.probeInterval, "probe-interval", c.probeInterval, "time between two probe puts")
 	fs.IntVar(&c.probeKeys, "probe-keys", c.probeKeys, "distinct keys the probe writes in turn")
+	fs.IntVar(&c.profileSeconds, "profile-seconds", c.profileSeconds, "if > 0, fetch CPU profiles and execution traces this long at the start of each maintenance call and of the window after it (members run with --enable-pprof)")
 	fs.StringVar(&c.cairnBin, "cairn-bin", "", "cairn binary to use instead of building cmd/cairn")
 	fs.StringVar(&c.etcdBin, "etcd-bin", "", "etcd binary to use (implies BENCH_ETCD=1) instead of tests/compat/etcdtools'")
 	fs.StringVar(&c.benchBin, "benchmark-bin", "", "benchmark binary to use instead of building tools/benchmark")

@@ -18,7 +18,7 @@ func (r *runner) compaction(ctx context.Context, s *server) error {
 	if _, err := timedStart(ctx, s.member(), r.procRoot); err != nil {
 		return err
 	}
-	m, err := r.probed(ctx, s, func(ctx context.Context, cc *grpc.ClientConn) (int64, error) {
+	m, err := r.probed(ctx, s, "compaction", func(ctx context.Context, cc *grpc.ClientConn) (int64, error) {
 		st, err := pb.NewMaintenanceClient(cc).Status(ctx, &pb.StatusRequest{})
 		if err != nil {
 			return 0, fmt.Errorf("status: %w", err)
@@ -33,7 +33,7 @@ func (r *runner) compaction(ctx context.Context, s *server) error {
 
 // defrag defragments the (compacted) member's backend under the probe.
 func (r *runner) defrag(ctx context.Context, s *server) error {
-	m, err := r.probed(ctx, s, func(ctx context.Context, cc *grpc.ClientConn) (int64, error) {
+	m, err := r.probed(ctx, s, "defrag", func(ctx context.Context, cc *grpc.ClientConn) (int64, error) {
 		_, err := pb.NewMaintenanceClient(cc).Defragment(ctx, &pb.DefragmentRequest{})
 		return 0, err
 	})
@@ -44,18 +44,27 @@ func (r *runner) defrag(ctx context.Context, s *server) error {
 // probed runs call (which returns the revision it acted on, if any) with
 // the probe running for a window before it, during it and a window after
 // it, and measures the sizes once the probe has stopped. A failed call is
-// recorded and returned.
-func (r *runner) probed(ctx context.Context, s *server, call func(context.Context, *grpc.ClientConn) (int64, error)) (*maintenanceResult, error) {
+// recorded and returned. With --profile-seconds, profiles of the call's
+// start and of the window after it are fetched into the report directory
+// as <server>-<what>-{during,after}.*; the after capture begins once the
+// during one has ended (one execution trace at a time), which is at the
+// call's end unless the call was shorter than the capture.
+func (r *runner) probed(ctx context.Context, s *server, what string, call func(context.Context, *grpc.ClientConn) (int64, error)) (*maintenanceResult, error) {
 	var res maintenanceResult
 	err := withConn(s.member(), func(cc *grpc.ClientConn) error {
 		p := startProbe(ctx, pb.NewKVClient(cc), r.cfg.probeInterval, r.cfg.probeKeys)
 		sleep(ctx, r.cfg.window)
 		callStart := p.since()
+		label := s.name + "-" + what
+		profiled := r.prof.capture(ctx, s.member().ClientURL, label+"-during", r.log)
 		callCtx, cancel := context.WithTimeout(ctx, maintenanceTimeout)
 		rev, callErr := call(callCtx, cc)
 		cancel()
 		callEnd := p.since()
+		profiled()
+		profiled = r.prof.capture(ctx, s.member().ClientURL, label+"-after", r.log)
 		sleep(ctx, r.cfg.window)
+		profiled()
 		samples := p.finish()
 		res.Revision, res.TookSeconds = rev, (callEnd - callStart).Seconds()
 		res.Windows = splitWindows(samples, callStart, callEnd, r.cfg.window)

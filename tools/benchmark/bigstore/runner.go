@@ -44,10 +44,11 @@ type runner struct {
 	res     *result
 	// procRoot is /proc; tests may point it elsewhere.
 	procRoot string
+	prof     *profiler // nil unless --profile-seconds
 }
 
 func newRunner(cfg config, tmp string, log func(string, ...any)) *runner {
-	r := &runner{cfg: cfg, tmp: tmp, log: log, procRoot: procfs.Root, res: newResult(cfg)}
+	r := &runner{cfg: cfg, tmp: tmp, log: log, procRoot: procfs.Root, res: newResult(cfg), prof: newProfiler(cfg.out, cfg.profileSeconds)}
 	add := func(name, bin string) {
 		s := &server{name: name, bin: bin, dir: filepath.Join(tmp, name), res: &serverResult{}}
 		r.servers = append(r.servers, s)
@@ -132,7 +133,7 @@ func (r *runner) memberOptions(s *server) cluster.Options {
 		Bin:        s.bin,
 		Dir:        s.dir,
 		Members:    1,
-		ExtraArgs:  []string{"--quota-backend-bytes", strconv.FormatInt(r.cfg.quota, 10)},
+		ExtraArgs:  append([]string{"--quota-backend-bytes", strconv.FormatInt(r.cfg.quota, 10)}, r.prof.pprofArgs()...),
 		WatchLines: []string{readyLine},
 	}
 }
