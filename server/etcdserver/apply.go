@@ -58,7 +58,7 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 	}
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
 	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
-		s.commitBackend(false)
+		s.kickCommit()
 	}
 	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
 		s.snapshotForced = false
@@ -298,7 +298,7 @@ func findIn(tx backend.UnsafeReader, id uint64) *membership.Member {
 // in-memory log. The backend is committed first so the db on disk covers
 // everything the snapshot claims.
 func (s *Server) takeSnapshot() {
-	s.commitBackend(true)
+	s.commitBackend()
 	applied := s.appliedIndex.Load()
 	payload, err := s.membershipSnapshot()
 	if err != nil {

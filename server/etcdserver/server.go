@@ -69,9 +69,9 @@ type Server struct {
 	applyMu        sync.Mutex
 	consistentIdx  uint64 // guarded by applyMu
 	consistentTerm uint64 // guarded by applyMu
-	// roundCommits carries the compactor's requests for a commit between
-	// two rounds to commitLoop (see commitCompactionRound).
-	roundCommits  chan chan struct{}
+	// commitKick asks commitLoop for a commit now (the batch limit was
+	// reached); capacity 1, a pending kick is enough.
+	commitKick    chan struct{}
 	confState     *raftpb.ConfState
 	snapshotIndex uint64
 	// snapshotForced asks the apply loop for a snapshot at the end of the
@@ -104,7 +104,7 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
+	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), commitKick: make(chan struct{}, 1)}
 	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		return nil, err
@@ -204,7 +204,6 @@ func (s *Server) openBackendStores() error {
 	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{
 		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
-		CommitRound:             s.commitCompactionRound,
 		IndexCheckpoint:         s.cfg.indexCheckpointPath(),
 	})
 	lessor, err := s.leases.openLessor(be, kv)
@@ -484,52 +483,52 @@ func (s *Server) saveConsistentIndex(tx backend.UnsafeWriter) {
 }
 
 // commitLoop commits the backend every --backend-batch-interval, and at
-// once when the compactor asks (commitCompactionRound).
+// once when the batch limit is reached (kickCommit). Its commits hold applyMu only for the cut.
 func (s *Server) commitLoop() {
 	t := time.NewTicker(s.cfg.BackendBatchInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			s.commitBackend(false)
-		case done := <-s.roundCommits:
-			s.commitBackend(false)
-			close(done)
+			s.commitInBackground()
+		case <-s.commitKick:
+			s.commitInBackground()
 		case <-s.stopc:
 			return
 		}
 	}
 }
 
-// commitCompactionRound is the mvcc store's CommitRound: it has commitLoop
-// commit (under applyMu, like every commit of this package) and waits for
-// it. The compactor must not take applyMu itself: Stop and snapshot
-// installation close the store while holding it, and wait for the
-// compactor, which then leaves through quit.
-func (s *Server) commitCompactionRound(quit <-chan struct{}) {
-	done := make(chan struct{})
-	select {
-	case s.roundCommits <- done:
-	case <-quit:
-		return
-	case <-s.stopc:
+// commitInBackground cuts a commit under applyMu, so that the consistent
+// index it stores describes exactly the entries applied, then waits until
+// it is durable without applyMu: entries go on being applied while bbolt
+// writes and fsyncs. Only commitLoop calls it, and every other commit runs
+// wholly under applyMu, so the cut never waits for another commit.
+func (s *Server) commitInBackground() {
+	s.applyMu.Lock()
+	if s.be.PendingWrites() == 0 {
+		s.applyMu.Unlock()
 		return
 	}
+	done := s.be.StartCommit()
+	s.applyMu.Unlock()
+	<-done
+}
+
+// kickCommit asks commitLoop for a commit without waiting for it.
+func (s *Server) kickCommit() {
 	select {
-	case <-done:
-	case <-quit:
-	case <-s.stopc:
+	case s.commitKick <- struct{}{}:
+	default:
 	}
 }
 
-// commitBackend commits when there is something to commit (or always when
-// force is set).
-func (s *Server) commitBackend(force bool) {
+// commitBackend commits and waits for it under applyMu (a snapshot needs
+// the db on disk to cover everything applied).
+func (s *Server) commitBackend() {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	if force || s.be.PendingWrites() > 0 {
-		s.be.Commit()
-	}
+	s.be.Commit()
 }
 
 func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }

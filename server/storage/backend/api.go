@@ -101,13 +101,20 @@ type Backend interface {
 	// commits on its own: the member decides when (see etcdserver), so the
 	// consistent index it stores is always atomic with the data it applied.
 	Commit()
+	// StartCommit is Commit without the wait: it cuts the commit at once
+	// (running PreCommit, so the caller decides what the commit holds) and
+	// writes it in the background; the channel is closed once it is
+	// durable. Writers and readers go on meanwhile. It waits only for a
+	// commit still being written.
+	StartCommit() <-chan struct{}
 	// Snapshot commits and returns a consistent copy of the db.
 	Snapshot() Snapshot
 	// Hash returns the crc32 (Castagnoli) over every bucket name, key and
 	// value, skipping the buckets/keys in ignores (etcd's Maintenance.Hash).
 	Hash(ignores func(bucket, key []byte) bool) (uint32, error)
 	// Size is the db file's size in bytes; SizeInUse the bytes holding data
-	// (etcd's figure: pages freed by the last commit still count as used).
+	// (etcd's figure: the file less its free pages, those the last commit
+	// freed included).
 	Size() int64
 	SizeInUse() int64
 	// FreeBytes is what a defrag would give back as of the last commit,

@@ -5,13 +5,15 @@
 // defragmentation. It knows buckets and bytes only; what the keys and values
 // mean (revisions, leases, members, auth) belongs to the layers above.
 //
-// The backend never commits on its own. The member calls Commit when it has
-// applied a batch of entries, so what is on disk always matches the
-// consistent index written by PreCommit.
+// The backend never commits on its own. The member calls Commit (or
+// StartCommit) when it has applied a batch of entries, so what is on disk
+// always matches the consistent index written by PreCommit. Writes stay in
+// memory until a commit writes them into bbolt in the background
+// (commit.go), so writers never wait for bbolt's write and fsync.
 //
-// Lock order, outermost first: the batch lock, then the read view's lock.
-// Commit, Snapshot, Hash and Defrag take the batch lock, so a caller that
-// holds BatchTx's lock must not call them.
+// Lock order, outermost first: the commit slot, the batch lock, the read
+// view's lock. Commit, Snapshot, Hash and Defrag take the slot and the
+// batch lock, so a caller that holds BatchTx's lock must not call them.
 package backend
 
 import (
@@ -20,13 +22,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
-
-	"github.com/cairnkv/cairn/pkg/failpoint"
-	"github.com/cairnkv/cairn/server/metrics"
 )
 
 // DefaultMmapSize is the initial mmap size, etcd's 10 GiB. bbolt must remap
@@ -56,10 +54,14 @@ type backend struct {
 	lg    *zap.Logger
 	bopts *bolt.Options
 
-	// db is replaced by Defrag; it is read only under batch.mu.
-	db    *bolt.DB
-	batch *batchTx
-	read  *readTx
+	// db is replaced by Defrag, holding commitSlot and both locks; it is
+	// read under commitSlot or the batch lock.
+	db *bolt.DB
+	// commitSlot (capacity 1) is held by the one commit in flight, from its
+	// cut until it is shown, and by Defrag's start and swap (commit.go).
+	commitSlot chan struct{}
+	batch      *batchTx
+	read       *readTx
 
 	size      atomic.Int64
 	sizeInUse atomic.Int64
@@ -80,6 +82,9 @@ type backend struct {
 	// defrag runs and to inject failures.
 	defragCopied   func() error
 	defragCaughtUp func()
+	// commitWriting, if set, is called in a commit's write step just
+	// before bbolt commits; tests use it to hold a commit in flight.
+	commitWriting func()
 }
 
 // Open opens or creates the bbolt file at cfg.Path and makes sure every
@@ -91,7 +96,7 @@ func Open(cfg Config) (Backend, error) {
 	if cfg.MmapSize <= 0 {
 		cfg.MmapSize = DefaultMmapSize
 	}
-	b := &backend{cfg: cfg, lg: cfg.Logger, bopts: boltOptions(cfg), read: newReadTx()}
+	b := &backend{cfg: cfg, lg: cfg.Logger, bopts: boltOptions(cfg), read: newReadTx(), commitSlot: make(chan struct{}, 1)}
 	b.batch = &batchTx{lg: cfg.Logger, read: b.read}
 	db, err := bolt.Open(cfg.Path, 0o600, b.bopts)
 	if err != nil {
@@ -145,19 +150,13 @@ func createBuckets(db *bolt.DB) error {
 	})
 }
 
-// beginTxs opens the batch and read transactions on b.db and refreshes the
-// sizes. The caller holds the batch and read locks, or is the only user of b.
+// beginTxs opens the read view on b.db's last commit and refreshes the
+// sizes. The caller is the only user of b.
 func (b *backend) beginTxs() error {
-	wtx, err := b.db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("backend: begin write tx: %w", err)
-	}
 	rtx, err := b.db.Begin(false)
 	if err != nil {
-		_ = wtx.Rollback()
 		return fmt.Errorf("backend: begin read tx: %w", err)
 	}
-	b.batch.tx = wtx
 	b.read.reopen(rtx)
 	b.refreshCommitted(rtx)
 	return nil
@@ -171,11 +170,14 @@ func (b *backend) refreshCommitted(tx *bolt.Tx) {
 	size := tx.Size()
 	st := b.db.Stats()
 	pageSize := int64(b.db.Info().PageSize)
+	// Pages the last commits freed are still "pending" in bbolt's figures
+	// until the next write tx begins (the readers' base of the commit
+	// before held them while this one was written); etcd, which begins its
+	// next write tx at once, counts them as free, and so does cairn.
+	free := int64(st.FreePageN+st.PendingPageN) * pageSize
 	b.size.Store(size)
-	b.sizeInUse.Store(size - int64(st.FreePageN)*pageSize)
-	// Pages the last commit freed are still "pending" in bbolt's figures,
-	// though no reader holds them once the next transactions begin.
-	b.freeBytes.Store(int64(st.FreePageN+st.PendingPageN) * pageSize)
+	b.sizeInUse.Store(size - free)
+	b.freeBytes.Store(free)
 }
 
 func (b *backend) ReadTx() ReadTx     { return b.read }
@@ -206,79 +208,29 @@ func commitIDOf(tx *bolt.Tx) *CommitID {
 // CommitID is the identity of the last commit, also after Close.
 func (b *backend) CommitID() CommitID { return *b.committed.Load() }
 
-func (b *backend) Commit() {
-	b.batch.mu.Lock()
-	defer b.batch.mu.Unlock()
-	if b.closed {
-		return
-	}
-	b.commitLocked(true)
-}
-
-// commitLocked runs the PreCommit hook, commits the bbolt tx and, if reopen,
-// starts the next batch and read view. The caller holds the batch lock.
-func (b *backend) commitLocked(reopen bool) {
-	b.preCommit()
-	b.read.mu.Lock()
-	defer b.read.mu.Unlock()
-	b.commitTxs(reopen)
-}
-
-// preCommit runs the hook before the read lock is taken, so that a hook
-// that reads through ReadTx does not deadlock.
-func (b *backend) preCommit() {
-	if b.cfg.PreCommit != nil {
-		failpoint.Inject("commitBeforePreCommitHook")
-		b.cfg.PreCommit(b.batch)
-		failpoint.Inject("commitAfterPreCommitHook")
-	}
-}
-
-// commitTxs commits the batch's bbolt tx. The caller holds the batch and read
-// locks. Readers must wait during the commit: bbolt may have to remap the
-// file to grow it, which cannot happen while our long-lived read tx is open.
-func (b *backend) commitTxs(reopen bool) {
-	b.read.close()
-	start := time.Now()
-	failpoint.Inject("beforeCommit")
-	if err := b.batch.tx.Commit(); err != nil {
-		b.lg.Fatal("failed to commit the backend", zap.String("path", b.cfg.Path), zap.Error(err))
-	}
-	failpoint.Inject("afterCommit")
-	metrics.BackendCommitSeconds.Observe(time.Since(start).Seconds())
-	st := b.batch.tx.Stats()
-	metrics.BackendCommitRebalanceSeconds.Observe(st.GetRebalanceTime().Seconds())
-	metrics.BackendCommitSpillSeconds.Observe(st.GetSpillTime().Seconds())
-	metrics.BackendCommitWriteSeconds.Observe(st.GetWriteTime().Seconds())
-	b.batch.tx = nil
-	if b.batch.journal != nil {
-		b.batch.journal.markCommitted()
-	}
-	b.batch.discardHeld()
-	b.read.released.Store(&releasedWrites{})
-	if !reopen {
-		return
-	}
-	if err := b.beginTxs(); err != nil {
-		b.lg.Fatal("failed to begin backend transactions", zap.Error(err))
-	}
-}
-
 // Close commits the pending writes and closes the db. Closing twice is a
 // no-op.
 func (b *backend) Close() error {
 	b.stopping.Store(true)
-	b.batch.mu.Lock()
+	b.commitSlot <- struct{}{}
+	defer func() { <-b.commitSlot }()
+	// Nobody should write once Close has begun; if somebody still did,
+	// commit again rather than lose it.
+	for {
+		if !b.commitNow() {
+			return nil // closed already
+		}
+		b.batch.mu.Lock()
+		if b.batch.pending.Load() == 0 {
+			break
+		}
+		b.batch.mu.Unlock()
+	}
 	defer b.batch.mu.Unlock()
-	if b.closed {
-		return nil
-	}
-	b.commitLocked(false)
 	b.closed = true
-	if rtx, err := b.db.Begin(false); err == nil {
-		b.committed.Store(commitIDOf(rtx))
-		_ = rtx.Rollback()
-	}
+	b.read.mu.Lock()
+	b.read.close()
+	b.read.mu.Unlock()
 	err := b.db.Close()
 	b.retired.Wait()
 	return err

@@ -247,14 +247,13 @@ func TestCommitPersists(t *testing.T) {
 func crash(t *testing.T, b Backend) {
 	t.Helper()
 	be := b.(*backend)
+	be.commitSlot <- struct{}{}
+	defer func() { <-be.commitSlot }()
 	be.batch.mu.Lock()
 	defer be.batch.mu.Unlock()
 	be.read.mu.Lock()
 	be.read.close()
 	be.read.mu.Unlock()
-	if err := be.batch.tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
 	be.closed = true
 	if err := be.db.Close(); err != nil {
 		t.Fatal(err)

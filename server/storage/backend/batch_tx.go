@@ -2,29 +2,36 @@ package backend
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 )
 
-// batchTx is the backend's single bbolt read-write transaction. It stays
-// open across many Lock/Unlock rounds and is committed only by
-// Backend.Commit. Every write also goes to held, which Unlock hands to the
-// read view so readers see it before the bbolt commit.
+// batchTx is the backend's single write transaction. Its writes never touch
+// bbolt: they are held in memory until Unlock hands them to the read view
+// (the released overlay on top of the last commit), and a commit later
+// writes what was released into bbolt in the background (commit.go), so a
+// writer never waits for bbolt's write or fsync.
 type batchTx struct {
 	mu sync.Mutex
-	tx *bolt.Tx
 	lg *zap.Logger
 	// held are the writes made since Lock; readers must not see them yet.
 	held []pendingWrite
 	// read receives held on Unlock.
 	read *readTx
-	// pending counts puts and deletes since the last commit.
+	// pending counts puts and deletes since the last commit's cut.
 	pending atomic.Int64
 	// journal, while a defrag runs, records every write (defrag.go).
 	journal *defragJournal
+	// sinceCut, while a commit is being written, collects the writes
+	// released after its cut: they become the readers' overlay once the
+	// commit is shown. nil when no commit is in flight.
+	sinceCut *releasedWrites
+	// seqBuckets are the buckets written with UnsafeSeqPut; commits pack
+	// their pages fuller (see seqFillPercent).
+	seqBuckets []string
 }
 
 func (t *batchTx) Lock() { t.mu.Lock() }
@@ -32,35 +39,31 @@ func (t *batchTx) Lock() { t.mu.Lock() }
 // Unlock publishes the writes of this round to readers, then releases the
 // batch. Publishing is one atomic pointer swap: it never waits for readers.
 func (t *batchTx) Unlock() {
-	if len(t.held) > 0 {
-		next := t.read.released.Load().withWrites(t.held)
-		t.read.released.Store(&next)
-		clear(t.held) // drop references so the values can be collected
-		t.held = t.held[:0]
-	}
+	t.publish()
 	t.mu.Unlock()
 }
 
-// bucket returns bucket of the open bbolt tx, creating it if it is missing
-// so that a write to a new bucket works like one to a bucket Open created.
-func (t *batchTx) bucket(name []byte) *bolt.Bucket {
-	if b := t.tx.Bucket(name); b != nil {
-		return b
+// publish hands the held writes to the read view (and to the writes since
+// the cut of a commit in flight). The caller holds mu.
+func (t *batchTx) publish() {
+	if len(t.held) == 0 {
+		return
 	}
-	b, err := t.tx.CreateBucket(name)
-	if err != nil {
-		t.lg.Fatal("failed to create a bucket", zap.ByteString("bucket", name), zap.Error(err))
+	runs := sortedRuns(t.held)
+	next := t.read.released.Load().withRuns(runs)
+	t.read.released.Store(&next)
+	if t.sinceCut != nil {
+		since := t.sinceCut.withRuns(runs)
+		t.sinceCut = &since
 	}
-	return b
+	clear(t.held) // drop references so the values can be collected
+	t.held = t.held[:0]
 }
 
-// UnsafePut stores key=value in bucket. bbolt keeps key and value by
-// reference until the commit, so the caller must not modify them afterwards.
+// UnsafePut stores key=value in bucket. The batch keeps key and value by
+// reference until they are committed, so the caller must not modify them
+// afterwards.
 func (t *batchTx) UnsafePut(bucket, key, value []byte) {
-	if err := t.bucket(bucket).Put(key, value); err != nil {
-		t.lg.Fatal("failed to write to a bucket",
-			zap.ByteString("bucket", bucket), zap.ByteString("key", key), zap.Error(err))
-	}
 	t.hold(bucket, bufferedWrite{key: key, value: value})
 }
 
@@ -70,25 +73,13 @@ func (t *batchTx) UnsafePut(bucket, key, value []byte) {
 const seqFillPercent = 0.9
 
 func (t *batchTx) UnsafeSeqPut(bucket, key, value []byte) {
-	b := t.bucket(bucket)
-	// FillPercent lives on the bucket object of this bbolt tx and is read
-	// when the commit spills its nodes; setting it on every put keeps it set
-	// for the tx that Commit opens next.
-	b.FillPercent = seqFillPercent
-	if err := b.Put(key, value); err != nil {
-		t.lg.Fatal("failed to write to a bucket",
-			zap.ByteString("bucket", bucket), zap.ByteString("key", key), zap.Error(err))
+	if !slices.Contains(t.seqBuckets, string(bucket)) {
+		t.seqBuckets = append(slices.Clip(t.seqBuckets), string(bucket))
 	}
 	t.hold(bucket, bufferedWrite{key: key, value: value})
 }
 
 func (t *batchTx) UnsafeDelete(bucket, key []byte) {
-	if b := t.tx.Bucket(bucket); b != nil {
-		if err := b.Delete(key); err != nil {
-			t.lg.Fatal("failed to delete a key",
-				zap.ByteString("bucket", bucket), zap.ByteString("key", key), zap.Error(err))
-		}
-	}
 	t.hold(bucket, bufferedWrite{key: key, deleted: true})
 }
 
@@ -100,42 +91,40 @@ func (t *batchTx) hold(bucket []byte, w bufferedWrite) {
 	}
 }
 
-// UnsafeRange reads the bbolt tx directly: it already holds every write of
-// the batch, released or not.
-func (t *batchTx) UnsafeRange(bucket, key, endKey []byte, limit int64) (keys, vals [][]byte) {
-	b := t.tx.Bucket(bucket)
-	if b == nil {
-		return nil, nil
+// visibleRuns are the writes of bucket the batch sees on top of the last
+// commit: the released ones and, newest, its own held ones. The caller
+// holds mu, which also keeps the read view's commit from being replaced.
+func (t *batchTx) visibleRuns(bucket []byte) bucketRuns {
+	runs := t.read.releasedRuns(bucket)
+	if mine := heldRun(t.held, bucket); len(mine) > 0 {
+		return append(runs[:len(runs):len(runs)], mine)
 	}
+	return runs
+}
+
+// UnsafeRange sees every write of the batch, released or held, over the
+// last commit.
+func (t *batchTx) UnsafeRange(bucket, key, endKey []byte, limit int64) (keys, vals [][]byte) {
+	runs := t.visibleRuns(bucket)
 	if len(endKey) == 0 {
-		if v := b.Get(key); v != nil {
-			return [][]byte{key}, [][]byte{v}
-		}
-		return nil, nil
+		return lookup(t.read.buckets[string(bucket)], runs, key)
 	}
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
-	it := newCommittedIter(b.Cursor(), key, endKey)
-	for ; it.key != nil && int64(len(keys)) < limit; it.next() {
-		keys = append(keys, it.key)
-		vals = append(vals, it.val)
-	}
+	mergeRange(t.read.committedCursor(bucket), runs, key, endKey, func(k, v []byte) bool {
+		keys = append(keys, k)
+		vals = append(vals, v)
+		return int64(len(keys)) < limit
+	})
 	return keys, vals
 }
 
 func (t *batchTx) UnsafeForEach(bucket []byte, visit func(k, v []byte) error) error {
-	b := t.tx.Bucket(bucket)
-	if b == nil {
-		return nil
-	}
-	return b.ForEach(visit)
-}
-
-// discardHeld forgets the writes of the current round after a commit made
-// them durable; the new read view shows them from disk.
-func (t *batchTx) discardHeld() {
-	clear(t.held)
-	t.held = t.held[:0]
-	t.pending.Store(0)
+	var err error
+	mergeRange(t.read.committedCursor(bucket), t.visibleRuns(bucket), nil, nil, func(k, v []byte) bool {
+		err = visit(k, v)
+		return err == nil
+	})
+	return err
 }

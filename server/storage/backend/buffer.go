@@ -53,11 +53,24 @@ type pendingWrite struct {
 	write  bufferedWrite
 }
 
-// withWrites returns prev plus ws, sharing every run it does not change.
-// It sorts ws in place (by bucket, then key, keeping the order of writes to
-// one key) so that each bucket's new run is a slice of one array: an Unlock
-// costs a few allocations however many buckets it touches.
+// withWrites returns prev plus ws, sharing every run it does not change
+// (see sortedRuns for the order ws is left in).
 func (prev releasedWrites) withWrites(ws []pendingWrite) releasedWrites {
+	return prev.withRuns(sortedRuns(ws))
+}
+
+// newBucketRun is the run one Unlock adds to one bucket.
+type newBucketRun struct {
+	bucket []byte
+	run    run
+}
+
+// sortedRuns turns ws into one run per bucket. It sorts ws in place (by
+// bucket, then key, keeping the order of writes to one key) so that every
+// run is a slice of one array: an Unlock costs a few allocations however
+// many buckets it touches. The runs are immutable, so the readers' overlay
+// and the overlay of writes since a commit's cut can share them.
+func sortedRuns(ws []pendingWrite) []newBucketRun {
 	slices.SortStableFunc(ws, func(a, b pendingWrite) int {
 		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
 			return c
@@ -68,17 +81,56 @@ func (prev releasedWrites) withWrites(ws []pendingWrite) releasedWrites {
 	for i, w := range ws {
 		writes[i] = w.write
 	}
-	next := make(releasedWrites, len(prev), len(prev)+1)
-	copy(next, prev)
+	var out []newBucketRun
 	for start := 0; start < len(ws); {
 		end := start + 1
 		for end < len(ws) && bytes.Equal(ws[end].bucket, ws[start].bucket) {
 			end++
 		}
-		next = next.with(ws[start].bucket, lastPerKey(writes[start:end:end]))
+		out = append(out, newBucketRun{bucket: ws[start].bucket, run: lastPerKey(writes[start:end:end])})
 		start = end
 	}
+	return out
+}
+
+// withRuns returns prev plus the runs, sharing every run it does not change.
+func (prev releasedWrites) withRuns(rs []newBucketRun) releasedWrites {
+	next := make(releasedWrites, len(prev), len(prev)+1)
+	copy(next, prev)
+	for _, r := range rs {
+		next = next.with(r.bucket, r.run)
+	}
 	return next
+}
+
+// heldRun is the newest write of each key of bucket among ws (writes not
+// released yet), as a run; ws is not modified.
+func heldRun(ws []pendingWrite, bucket []byte) run {
+	var mine []bufferedWrite
+	for _, w := range ws {
+		if bytes.Equal(w.bucket, bucket) {
+			mine = append(mine, w.write)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(mine, func(a, b bufferedWrite) int { return bytes.Compare(a.key, b.key) })
+	return lastPerKey(mine)
+}
+
+// size is how many writes rw holds and how many bytes of keys and values:
+// what a commit of rw writes at most.
+func (rw releasedWrites) size() (writes, bytes int64) {
+	for _, bw := range rw {
+		for _, r := range bw.runs {
+			writes += int64(len(r))
+			for _, w := range r {
+				bytes += int64(len(w.key) + len(w.value))
+			}
+		}
+	}
+	return writes, bytes
 }
 
 // with adds newest to the runs of bucket, in place: rw is a fresh copy.

@@ -7,7 +7,7 @@ package backend
 // swaps the copy in under the batch and read locks, which it holds only for
 // the last few writes, an fsync and the rename:
 //
-//  1. Start (batch lock): open a bbolt read tx on the last commit as the
+//  1. Start (commit slot, batch lock): open a bbolt read tx on the last commit as the
 //     copy's source, and start a journal with the writes released since
 //     and every write the batch makes from then on, in every bucket (key,
 //     meta, lease, auth, members...). Defrag never commits the batch.
@@ -17,11 +17,11 @@ package backend
 //  3. Catch up (batch lock only to take the journal): apply to the new file
 //     the journaled writes that the old file has committed since; repeat
 //     until a round finds only a few.
-//  4. Swap (batch and read locks): apply the last committed writes, fsync,
-//     rename over the db file, and make the new file the backend's. Writes
-//     made since the old file's last commit are replayed into the new batch
-//     transaction, and the read buffer of released writes is kept, so
-//     readers and the next Commit see exactly what they would have seen.
+//  4. Swap (commit slot, batch and read locks): apply the last committed
+//     writes, fsync, rename over the db file, and make the new file the
+//     backend's. The overlay of writes released since the old file's last
+//     commit is kept, so readers and the next commit see exactly what they
+//     would have seen.
 //
 // The new file only ever holds a state the old file committed, consistent
 // index included, and it is renamed only once it is complete and synced. A
@@ -100,10 +100,15 @@ func (p *defragPacer) rest() {
 }
 
 // defragJournal records, in order, every write the batch makes while a
-// defrag runs. It is used under the batch lock only.
+// defrag runs. It is used under the batch lock only. Positions (end,
+// committed) count every write recorded since the journal began, taken
+// ones included, so a commit can mark its cut while a catch-up round takes
+// older writes.
 type defragJournal struct {
 	writes []pendingWrite
-	// committed: writes[:committed] are in the old file's last commit.
+	taken  int // writes recorded and already taken: writes[0] is number taken
+	// committed: the writes before this position are in the old file's
+	// last commit.
 	committed int
 }
 
@@ -115,14 +120,19 @@ func (j *defragJournal) record(bucket []byte, w bufferedWrite) {
 	j.writes = append(j.writes, pendingWrite{bucket: bytes.Clone(bucket), write: w})
 }
 
-// markCommitted notes that every write recorded so far is committed.
-func (j *defragJournal) markCommitted() { j.committed = len(j.writes) }
+// end is the position after the last write recorded.
+func (j *defragJournal) end() int { return j.taken + len(j.writes) }
+
+// markCommitted notes that the writes before position upTo (an end() of
+// the past) are committed.
+func (j *defragJournal) markCommitted(upTo int) { j.committed = max(j.committed, upTo) }
 
 // takeCommitted removes and returns the committed writes, oldest first.
 func (j *defragJournal) takeCommitted() []pendingWrite {
-	taken := j.writes[:j.committed:j.committed]
-	j.writes = j.writes[j.committed:]
-	j.committed = 0
+	n := j.committed - j.taken
+	taken := j.writes[:n:n]
+	j.writes = j.writes[n:]
+	j.taken = j.committed
 	return taken
 }
 
@@ -190,8 +200,12 @@ func (b *backend) defragOnline() (err error) {
 // one hold of the batch lock, so the source plus the journal is every
 // write. It must not commit: only the member may, at a point where the
 // consistent index describes the data (a commit here once caught an entry
-// applied without its index, and a crash then replayed it twice).
+// applied without its index, and a crash then replayed it twice). It holds
+// the commit slot, so no commit is half written: the last commit is the
+// source, and the released writes are exactly what it lacks.
 func (b *backend) startDefrag() (*bolt.Tx, error) {
+	b.commitSlot <- struct{}{}
+	defer func() { <-b.commitSlot }()
 	b.batch.mu.Lock()
 	defer b.batch.mu.Unlock()
 	if b.closed {
@@ -312,8 +326,12 @@ func (c *defragCopy) discard() {
 }
 
 // swapIn makes the new file the db. Writers wait from the first line,
-// readers from the rename on.
+// readers from the rename on. It holds the commit slot: a commit still
+// being written finishes first, and none begins until the new file is the
+// db.
 func (b *backend) swapIn(c *defragCopy) error {
+	b.commitSlot <- struct{}{}
+	defer func() { <-b.commitSlot }()
 	b.batch.mu.Lock()
 	defer b.batch.mu.Unlock()
 	if b.closed {
@@ -339,10 +357,9 @@ func (b *backend) swapIn(c *defragCopy) error {
 	if err := syncDir(filepath.Dir(b.cfg.Path)); err != nil {
 		b.lg.Fatal("failed to sync the db directory after defrag", zap.String("path", b.cfg.Path), zap.Error(err))
 	}
-	uncommitted := b.batch.journal.writes
 	b.batch.journal = nil
 	b.retire(c.db)
-	if err := b.beginTxsKeepingReleased(uncommitted); err != nil {
+	if err := b.showNewFile(); err != nil {
 		b.lg.Fatal("failed to begin transactions after defrag", zap.Error(err))
 	}
 	c.db = nil
@@ -354,10 +371,6 @@ func (b *backend) swapIn(c *defragCopy) error {
 // snapshots that still read it. The caller holds both locks.
 func (b *backend) retire(db *bolt.DB) {
 	b.read.close()
-	if err := b.batch.tx.Rollback(); err != nil {
-		b.lg.Warn("failed to roll back the old db's batch after defrag", zap.Error(err))
-	}
-	b.batch.tx = nil
 	old := b.db
 	b.db = db
 	b.retired.Add(1)
@@ -380,24 +393,15 @@ func (b *backend) retire(db *bolt.DB) {
 	}()
 }
 
-// beginTxsKeepingReleased opens the batch and read transactions on the new
-// db. The writes the old file had not committed go into the new batch tx;
-// readers already see them through the released writes, which stay.
-func (b *backend) beginTxsKeepingReleased(uncommitted []pendingWrite) error {
-	wtx, err := b.db.Begin(true)
-	if err != nil {
-		return err
-	}
-	if err := applyToTx(wtx, uncommitted); err != nil {
-		_ = wtx.Rollback()
-		return err
-	}
+// showNewFile opens the read view on the new db. It holds the old file's
+// last commit, and the released writes it lacks stay the overlay: readers
+// see exactly what they saw, and the next commit writes those writes into
+// the new file.
+func (b *backend) showNewFile() error {
 	rtx, err := b.db.Begin(false)
 	if err != nil {
-		_ = wtx.Rollback()
 		return err
 	}
-	b.batch.tx = wtx
 	b.read.show(rtx)
 	b.refreshCommitted(rtx)
 	return nil

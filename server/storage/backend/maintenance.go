@@ -54,14 +54,14 @@ func (b *backend) Snapshot() Snapshot {
 }
 
 // commitAndView commits the batch and opens a bbolt read tx on that commit
-// before any later write can slip in.
+// before any later commit can slip in (it keeps the commit slot until the
+// view is open).
 func (b *backend) commitAndView() (*bolt.Tx, error) {
-	b.batch.mu.Lock()
-	defer b.batch.mu.Unlock()
-	if b.closed {
+	b.commitSlot <- struct{}{}
+	defer func() { <-b.commitSlot }()
+	if !b.commitNow() {
 		return nil, errClosed
 	}
-	b.commitLocked(true)
 	tx, err := b.db.Begin(false)
 	if err == nil {
 		metrics.OpenReadTxns.Inc()

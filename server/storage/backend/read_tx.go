@@ -13,9 +13,10 @@ import (
 
 // readTx is the backend's one shared read view: a bbolt read transaction on
 // the last commit, overlaid with the writes the batch has released since.
-// Readers hold mu for reading; only Commit and Defrag take it exclusively,
-// to swap the bbolt tx. Unlock publishes released writes without it, so a
-// writer never waits for readers except at a commit.
+// Readers hold mu for reading; only a commit (when it shows its result, or
+// for its whole write if it may remap the file) and Defrag take it
+// exclusively, to swap the bbolt tx. Unlock publishes released writes
+// without it, so a writer never waits for readers.
 type readTx struct {
 	mu sync.RWMutex
 	// tx and buckets are replaced only under mu.Lock. A read-only bbolt tx
@@ -100,17 +101,22 @@ func (rt *readTx) UnsafeRange(bucket, key, endKey []byte, limit int64) (keys, va
 // get looks key up in the released writes first: they are newer than
 // anything committed, and a tombstone there means the key is gone.
 func (rt *readTx) get(bucket, key []byte) (keys, vals [][]byte) {
-	if w, ok := rt.releasedRuns(bucket).get(key); ok {
+	return lookup(rt.buckets[string(bucket)], rt.releasedRuns(bucket), key)
+}
+
+// lookup finds key in runs (newest first), else in the committed bucket
+// (nil when it has none).
+func lookup(committed *bolt.Bucket, runs bucketRuns, key []byte) (keys, vals [][]byte) {
+	if w, ok := runs.get(key); ok {
 		if w.deleted {
 			return nil, nil
 		}
 		return [][]byte{w.key}, [][]byte{w.value}
 	}
-	b := rt.buckets[string(bucket)]
-	if b == nil {
+	if committed == nil {
 		return nil, nil
 	}
-	if v := b.Get(key); v != nil {
+	if v := committed.Get(key); v != nil {
 		return [][]byte{key}, [][]byte{v}
 	}
 	return nil, nil

@@ -205,22 +205,12 @@ func (s *Store) physicalCompact(rev, prevRev int64, quit <-chan struct{}) (_ Key
 	}
 }
 
-// pauseCompaction ends a round: it has the round committed (when the
-// owner gave a CommitRound) and then waits --compaction-sleep-interval, so
-// that writers get the batch lock. It returns false if quit interrupted it.
-// Committing every round keeps each backend commit as small as one round:
-// left to the periodic commit, a commit carried every round since the last
-// one, and writers queued behind its long write and fsync (the compaction
-// probe's p99 was 3x etcd's).
+// pauseCompaction waits --compaction-sleep-interval between two rounds; it
+// returns false if quit interrupted it. The round's deletes go to disk with
+// the member's next periodic commit: commits no longer hold writers up
+// (the backend writes them in the background), and a commit per round only
+// added an fsync every round on the disk the WAL shares.
 func (s *Store) pauseCompaction(quit <-chan struct{}) bool {
-	if s.cfg.CommitRound != nil {
-		s.cfg.CommitRound(quit)
-	}
-	select {
-	case <-quit: // CommitRound may have returned because of it
-		return false
-	default:
-	}
 	timer := time.NewTimer(s.cfg.CompactionSleepInterval)
 	defer timer.Stop()
 	select {
@@ -231,32 +221,60 @@ func (s *Store) pauseCompaction(quit <-chan struct{}) bool {
 	}
 }
 
-// compactRound deletes, under one batch lock, the superseded revisions among
-// the next CompactionBatchLimit entries from `from`, hashing every entry
-// into h first. It returns how many it deleted, where the next round starts
-// and whether this was the last round (then it has also stored the finished
+// compactRound deletes the superseded revisions among the next
+// CompactionBatchLimit entries from `from`, hashing every entry into h
+// first. It returns how many it deleted, where the next round starts and
+// whether this was the last round (then it has also stored the finished
 // compaction revision).
+//
+// The entries are read through the shared read view, without the batch
+// lock: revisions up to rev are never written again, so the view holds
+// them exactly as the batch would. Writers wait only while the round's
+// tombstones are recorded.
 func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, h *kvHasher, from, end []byte) (deleted int, next []byte, finished bool) {
 	limit := s.cfg.CompactionBatchLimit
+	doomed, seen, last := s.readRound(keep, h, from, end, limit)
 	tx := s.b.BatchTx()
 	tx.Lock()
 	defer tx.Unlock()
-	keys, vals := tx.UnsafeRange(backend.BucketKey, from, end, int64(limit))
-	for i, k := range keys {
-		// Hash before deleting: the value is bbolt's page memory.
-		h.write(k, vals[i])
-		if _, ok := keep[BytesToRev(k)]; !ok {
-			// The batch keeps the key by reference until the commit; do not
-			// hand it a slice of bbolt's page memory.
-			tx.UnsafeDelete(backend.BucketKey, bytes.Clone(k))
-			deleted++
-		}
+	for _, k := range doomed {
+		tx.UnsafeDelete(backend.BucketKey, k)
 	}
-	if len(keys) < limit {
+	if seen < limit {
 		failpoint.Inject("compactBeforeSetFinishedCompact")
 		putRevMeta(tx, backend.MetaFinishedCompactRev, rev)
-		return deleted, nil, true
+		return len(doomed), nil, true
 	}
-	last := BytesToRev(keys[len(keys)-1])
-	return deleted, RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1}), false
+	return len(doomed), RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1}), false
+}
+
+// readRound reads up to limit entries from `from`, in chunks of
+// valuesPerReadLock per hold of the read view's lock (a commit waits for
+// that lock), hashes each, and returns copies of the keys the index does
+// not keep, how many entries it saw and the last one's revision.
+func (s *Store) readRound(keep map[Revision]struct{}, h *kvHasher, from, end []byte, limit int) (doomed [][]byte, seen int, last Revision) {
+	rt := s.b.ReadTx()
+	for seen < limit {
+		chunk := min(valuesPerReadLock, limit-seen)
+		rt.RLock()
+		keys, vals := rt.UnsafeRange(backend.BucketKey, from, end, int64(chunk))
+		for i, k := range keys {
+			// Hash and copy before RUnlock: keys and values are bbolt's
+			// page memory, and the batch keeps deleted keys by reference.
+			h.write(k, vals[i])
+			if _, ok := keep[BytesToRev(k)]; !ok {
+				doomed = append(doomed, bytes.Clone(k))
+			}
+		}
+		if len(keys) > 0 {
+			last = BytesToRev(keys[len(keys)-1])
+		}
+		rt.RUnlock()
+		seen += len(keys)
+		if len(keys) < chunk {
+			break
+		}
+		from = RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1})
+	}
+	return doomed, seen, last
 }

@@ -25,12 +25,6 @@ type StoreConfig struct {
 	// CompactionSleepInterval is the pause between compaction rounds, during
 	// which writers get the batch lock; 0 means etcd's 10ms.
 	CompactionSleepInterval time.Duration
-	// CommitRound, when set, is called after each compaction round (the
-	// batch lock released) and returns once the backend has committed that
-	// round, or when quit closes. The member wires it to its own commit so
-	// the consistent index stays with the data; without it the round's
-	// deletes wait for the owner's next commit.
-	CommitRound func(quit <-chan struct{})
 	// IndexCheckpoint, when set, is the path of a key index checkpoint
 	// (see checkpoint.go) that New loads instead of rebuilding the index
 	// from the key bucket, if it describes the backend's current commit.
