@@ -206,4 +206,3 @@ func TestCompactionPauseEndsOnQuit(t *testing.T) {
 		t.Fatal("pause ignored quit")
 	}
 }
-
