@@ -28,8 +28,9 @@ const (
 )
 
 // gatewayConnBuffer is the size of each direction's buffer of the in-memory
-// connection between the gateway and the gRPC server.
-const gatewayConnBuffer = 1 << 20
+// connection between the gateway and the gRPC server (see selfConnBuffer
+// in embed: allocated whole per connection, so kept small).
+const gatewayConnBuffer = 64 << 10
 
 // gatewayTarget names the in-memory connection; the dialer ignores it.
 const gatewayTarget = "passthrough:///cairn-gateway"
