@@ -17,9 +17,9 @@ package backend
 //  3. Catch up (batch lock only to take the journal): apply to the new file
 //     the journaled writes that the old file has committed since; repeat
 //     until a round finds only a few.
-//  4. Swap (commit slot, batch and read locks): apply the last committed
-//     writes, fsync, rename over the db file, and make the new file the
-//     backend's. The overlay of writes released since the old file's last
+//  4. Swap (commit slot throughout; batch and read locks only for the
+//     rename): apply the last committed writes, fsync, rename over the db
+//     file, make the new file the backend's, fsync the directory. The overlay of writes released since the old file's last
 //     commit is kept, so readers and the next commit see exactly what they
 //     would have seen.
 //
@@ -325,38 +325,66 @@ func (c *defragCopy) discard() {
 	_ = removeIfExists(c.path)
 }
 
-// swapIn makes the new file the db. Writers wait from the first line,
-// readers from the rename on. It holds the commit slot: a commit still
-// being written finishes first, and none begins until the new file is the
-// db.
+// swapIn makes the new file the db. It holds the commit slot throughout,
+// so no commit runs: the old file's last commit stays what the new file
+// must hold, and nothing is committed into the new file before its name is
+// durable. Writers and readers wait only for the rename and the change of
+// read view.
 func (b *backend) swapIn(c *defragCopy) error {
 	b.commitSlot <- struct{}{}
 	defer func() { <-b.commitSlot }()
+	if err := b.finishCopy(c); err != nil {
+		return err
+	}
 	b.batch.mu.Lock()
-	defer b.batch.mu.Unlock()
+	b.read.mu.Lock()
+	err := b.renameIn(c)
+	b.read.mu.Unlock()
+	b.batch.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// From here on the new file is the db whatever happens: the old one
+	// has no name any more. The directory is synced before the slot is
+	// given back, so no commit lands in a file whose name a crash could
+	// still take away.
+	if err := syncDir(filepath.Dir(b.cfg.Path)); err != nil {
+		b.lg.Fatal("failed to sync the db directory after defrag", zap.String("path", b.cfg.Path), zap.Error(err))
+	}
+	return nil
+}
+
+// finishCopy applies the writes the old file committed since the last
+// catch-up round and syncs the new file. The caller holds the commit slot,
+// so the journal's committed part cannot grow meanwhile; the batch lock is
+// held only to take it.
+func (b *backend) finishCopy(c *defragCopy) error {
+	b.batch.mu.Lock()
 	if b.closed {
+		b.batch.mu.Unlock()
 		return errClosed
 	}
 	failpoint.Inject("defragBeforeSwap")
-	if err := applyToDB(c.db, b.batch.journal.takeCommitted()); err != nil {
+	writes := b.batch.journal.takeCommitted()
+	b.batch.mu.Unlock()
+	if err := applyToDB(c.db, writes); err != nil {
 		return fmt.Errorf("backend: defrag: %w", err)
 	}
 	c.db.NoSync = b.bopts.NoSync
 	if err := c.db.Sync(); err != nil {
 		return fmt.Errorf("backend: defrag: %w", err)
 	}
-	b.read.mu.Lock()
-	defer b.read.mu.Unlock()
+	return nil
+}
+
+// renameIn renames the new file over the db and makes it the backend's;
+// the caller holds the commit slot and both locks.
+func (b *backend) renameIn(c *defragCopy) error {
 	failpoint.Inject("defragBeforeRename")
 	if err := os.Rename(c.path, b.cfg.Path); err != nil {
 		return fmt.Errorf("backend: defrag: %w", err)
 	}
 	failpoint.Inject("defragAfterRename")
-	// From here on the new file is the db whatever happens: the old one
-	// has no name any more.
-	if err := syncDir(filepath.Dir(b.cfg.Path)); err != nil {
-		b.lg.Fatal("failed to sync the db directory after defrag", zap.String("path", b.cfg.Path), zap.Error(err))
-	}
 	b.batch.journal = nil
 	b.retire(c.db)
 	if err := b.showNewFile(); err != nil {
