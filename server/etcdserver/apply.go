@@ -57,7 +57,7 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 		membersChanged = membersChanged || e.GetType() == raftpb.EntryConfChange
 	}
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
-	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
+	if s.stores.be.PendingWrites() >= s.cfg.BackendBatchLimit {
 		s.commitBackend(false)
 	}
 	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
@@ -116,7 +116,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 // that was applied but took the backend over its quota, and only then
 // answers its proposer, as etcd does.
 func (s *Server) raiseNoSpaceThenAnswer(id uint64, result *apply.Result) {
-	s.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", s.applier.QuotaBytes()))
+	s.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", s.stores.applier.QuotaBytes()))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 	defer cancel()
 	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
@@ -127,7 +127,7 @@ func (s *Server) raiseNoSpaceThenAnswer(id uint64, result *apply.Result) {
 }
 
 func (s *Server) hasAlarm(t pb.AlarmType) bool {
-	for _, a := range s.applier.Alarms() {
+	for _, a := range s.stores.applier.Alarms() {
 		if a.GetAlarm() == t {
 			return true
 		}
@@ -156,7 +156,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if s.applyClusterRequest(r) {
 		result = &apply.Result{}
 	} else {
-		result = s.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
+		result = s.stores.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
 	}
 	s.recordApply(r, result, time.Since(start))
 	return id, result
@@ -220,7 +220,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	if e.GetIndex() <= s.consistentIdx {
 		return // replay: raft needed the change again, the backend has it
 	}
-	tx := s.be.BatchTx()
+	tx := s.stores.be.BatchTx()
 	tx.Lock()
 	if b, err := json.Marshal(cs); err == nil {
 		tx.UnsafePut(backend.BucketMeta, backend.MetaConfState, b)
@@ -330,7 +330,7 @@ func (s *Server) takeSnapshot() {
 // the v2-store JSON etcd v3.7 writes into every snapshot file, so that the
 // .snap files are etcd's byte for byte.
 func (s *Server) membershipSnapshot() ([]byte, error) {
-	tx := s.be.ReadTx()
+	tx := s.stores.be.ReadTx()
 	tx.RLock()
 	members, err := membership.Load(tx)
 	if err != nil {

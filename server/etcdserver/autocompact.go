@@ -21,12 +21,12 @@ func (s *Server) newAutoCompactor() (*compactor.Compactor, error) {
 	}
 	compact := func(ctx context.Context, rev int64) error {
 		// A logical compaction (physical false) to rev.
-		_, err := s.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
+		_, err := s.kvs.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
 		return err
 	}
 	return compactor.New(compactor.Config{
 		Mode: s.cfg.AutoCompactionMode, Retention: s.cfg.AutoCompactionRetention,
-		Rev: s.currentRev, Compact: compact, Logger: s.lg,
+		Rev: s.stores.currentRev, Compact: compact, Logger: s.lg,
 	})
 }
 

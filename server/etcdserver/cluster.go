@@ -73,7 +73,7 @@ type MembershipAdmin struct {
 
 func (s *Server) newMembershipAdmin() *MembershipAdmin {
 	c := s.cfg
-	return &MembershipAdmin{self: s.id, member: s, ids: s.reqIDs, peers: c.peerHTTP, rules: membershipRules{
+	return &MembershipAdmin{self: s.id, member: s.view(), ids: s.reqIDs, peers: c.peerHTTP, rules: membershipRules{
 		token: c.InitialClusterToken, strict: c.StrictReconfigCheck, maxLearners: c.MaxLearners,
 		addAsLearner: c.MemberAddAsLearner, learnerReadOnly: c.LearnerReadOnly, learnerNoAutoPromote: c.LearnerNoAutoPromote,
 	}}

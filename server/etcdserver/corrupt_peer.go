@@ -196,15 +196,6 @@ func contextUntil(stop <-chan struct{}, timeout time.Duration) (context.Context,
 	return ctx, cancel
 }
 
-// hashByRev is the key space's HashByRev on the current stores.
-func (s *Server) hashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
-	if !s.rlockStores() {
-		return mvcc.KeyValueHash{}, 0, errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	return s.kv.HashByRev(rev)
-}
-
 // triggerCorruptAlarm proposes a CORRUPT alarm for member id (0: the whole
 // cluster) without waiting for it.
 func (s *Server) triggerCorruptAlarm(id uint64) {
@@ -225,16 +216,10 @@ type memberHashes struct {
 }
 
 func (m memberHashes) HashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
-	return m.s.hashByRev(rev)
+	return m.s.stores.hashByRev(rev)
 }
 
-func (m memberHashes) Hashes() []mvcc.KeyValueHash {
-	if !m.s.rlockStores() {
-		return nil
-	}
-	defer m.s.storeMu.RUnlock()
-	return m.s.kv.Hashes()
-}
+func (m memberHashes) Hashes() []mvcc.KeyValueHash { return m.s.stores.hashes() }
 
 func (m memberHashes) memberID() uint64                { return m.s.id }
 func (m memberHashes) reqTimeout() time.Duration       { return m.s.cfg.requestTimeout() }

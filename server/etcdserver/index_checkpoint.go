@@ -40,12 +40,12 @@ func (s *Server) writeIndexCheckpoint(leased []mvcc.LeasedKey) {
 		return
 	}
 	start := time.Now()
-	if err := s.kv.WriteIndexCheckpoint(path, s.be.CommitID(), leased); err != nil {
+	if err := s.stores.kv.WriteIndexCheckpoint(path, s.stores.be.CommitID(), leased); err != nil {
 		s.lg.Info("not writing the key index checkpoint", zap.String("path", path), zap.Error(err))
 		return
 	}
 	s.lg.Info("wrote the key index checkpoint", zap.String("path", path),
-		zap.Int("keys", s.kv.KeyCount()), zap.Duration("took", time.Since(start)))
+		zap.Int("keys", s.stores.kv.KeyCount()), zap.Duration("took", time.Since(start)))
 }
 
 // leasedKeys lists every key attached to a lease, in key order: what the

@@ -69,7 +69,7 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 	if !m.IsLearner {
 		t.Fatal("MemberAdd added a voter under --experimental-member-add-as-learner")
 	}
-	if got := memberByID(s.members(), m.ID); got == nil || !got.IsLearner {
+	if got := memberByID(s.stores.members(), m.ID); got == nil || !got.IsLearner {
 		t.Fatalf("member list has %+v, want a learner", got)
 	}
 	mustPut(t, s, "after-add", "v")
@@ -89,8 +89,8 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 		t.Fatalf("MemberRemove: %v", err)
 	}
 	mustPut(t, s, "after-remove", "v")
-	if len(s.members()) != 1 {
-		t.Fatalf("members after remove: %v", s.members())
+	if len(s.stores.members()) != 1 {
+		t.Fatalf("members after remove: %v", s.stores.members())
 	}
 }
 

@@ -90,7 +90,7 @@ type LeaseService struct {
 
 func (s *Server) newLeaseService() *LeaseService {
 	c := s.cfg
-	return &LeaseService{member: s, auth: s.gate, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+	return &LeaseService{member: s.view(), auth: s.gate, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: leaseTiming{
 			request:            c.requestTimeout(),
 			electionTimeout:    time.Duration(c.ElectionTicks) * c.tickInterval(),

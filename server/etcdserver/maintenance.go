@@ -119,7 +119,7 @@ func (m *Maintenance) announceDefrag() (finished func()) {
 
 func (s *Server) newMaintenance() *Maintenance {
 	c := s.cfg
-	return &Maintenance{self: s.id, member: s, node: s.node, versions: s.versions, lg: s.lg, stop: s.stopc,
+	return &Maintenance{self: s.id, member: s.view(), node: s.node, versions: s.versions, lg: s.lg, stop: s.stopc,
 		tick: c.tickInterval(), request: c.requestTimeout(),
 		reclaim: reclaimPolicy{freePercent: c.AutoDefragFreePercent, minFree: c.AutoDefragMinFreeBytes, interval: c.AutoDefragInterval}}
 }

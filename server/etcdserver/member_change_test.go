@@ -22,7 +22,7 @@ func TestPromotionKeepsTheMember(t *testing.T) {
 		"cairn older": `{"id":153,"peerURLs":["http://127.0.0.1:1"]}`,
 	}
 	for name, promotion := range tests {
-		tx := s.be.BatchTx()
+		tx := s.stores.be.BatchTx()
 		tx.Lock()
 		add := raftpb.ConfChangeAddLearnerNode
 		s.applyMemberChange(tx, &raftpb.ConfChange{Type: &add, Context: []byte(learner)})

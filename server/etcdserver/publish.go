@@ -45,7 +45,7 @@ type publisher struct {
 
 func (s *Server) newPublisher() *publisher {
 	return &publisher{self: s.id, attrs: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
-		member: s, snapshots: &s.snapshotsInstalled, timeout: s.cfg.requestTimeout(), lg: s.lg, ready: s.readyc, stop: s.stopc}
+		member: s.view(), snapshots: &s.snapshotsInstalled, timeout: s.cfg.requestTimeout(), lg: s.lg, ready: s.readyc, stop: s.stopc}
 }
 
 // run publishes until it succeeds or stop.
@@ -127,11 +127,11 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 	case r.GetClusterMemberAttrSet() != nil:
 		s.applyMemberAttrs(r.GetClusterMemberAttrSet())
 	case r.GetClusterVersionSet() != nil:
-		if s.versions.applyClusterVersion(s.be, r.GetClusterVersionSet().GetVer()) {
+		if s.versions.applyClusterVersion(s.stores.be, r.GetClusterVersionSet().GetVer()) {
 			s.snapshotForced = true
 		}
 	case r.GetDowngradeInfoSet() != nil:
-		s.versions.applyDowngradeInfo(s.be, r.GetDowngradeInfoSet())
+		s.versions.applyDowngradeInfo(s.stores.be, r.GetDowngradeInfoSet())
 	default:
 		return false
 	}
@@ -139,7 +139,7 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 }
 
 func (s *Server) applyMemberAttrs(req *membershippb.ClusterMemberAttrSetRequest) {
-	tx := s.be.BatchTx()
+	tx := s.stores.be.BatchTx()
 	tx.Lock()
 	defer tx.Unlock()
 	members, err := membership.Load(tx)

@@ -16,9 +16,7 @@ import (
 	"github.com/cairnkv/cairn/pkg/idutil"
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
-	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/compactor"
-	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/membership"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/peer"
@@ -38,26 +36,19 @@ type Server struct {
 
 	id, clusterID uint64
 
-	// The stores are replaced when a snapshot from the leader is installed.
-	// The apply loop uses them freely (installs happen on it, under
-	// applyMu); every other goroutine holds storeMu.RLock while it uses them.
-	storeMu      sync.RWMutex
-	storesClosed bool // set by Stop under storeMu
-	be           backend.Backend
-	kv           *mvcc.Store
-	lessor       *lease.Lessor
-	applier      *apply.Applier
-	authStore    *auth.Store // lives across stores; Recover hands it a new backend
-	authAdmin    *AuthAdmin  // the Auth service, over authStore
-	gate         *authGate   // who sent a request and what it may do, over authStore
-	versions     *versionKeeper
-	leases       *LeaseService    // the Lease service, over lessor
-	memberAdmin  *MembershipAdmin // the Cluster service
-	maint        *Maintenance     // the Maintenance service
-	watches      watchStreams     // the open watch streams of kv
-	storage      *raftStorage
-	node         *raftnode.Node
-	transport    *peer.Transport
+	// The stores are replaced when a snapshot from the leader is installed
+	// (stores.go says who may use them how).
+	stores      *stores
+	authAdmin   *AuthAdmin // the Auth service, over the auth store
+	gate        *authGate  // who sent a request and what it may do, over the auth store
+	kvs         *KVService // the KV and Watch services, over the stores
+	versions    *versionKeeper
+	leases      *LeaseService    // the Lease service, over the lessor
+	memberAdmin *MembershipAdmin // the Cluster service
+	maint       *Maintenance     // the Maintenance service
+	storage     *raftStorage
+	node        *raftnode.Node
+	transport   *peer.Transport
 
 	reqIDs      *idutil.Generator
 	proposals   *wait.Registry
@@ -105,17 +96,19 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
+	s.stores = &stores{applied: &s.appliedIndex, lg: s.lg}
 	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		return nil, err
 	}
 	// openStores may finish installing a snapshot, through the storage.
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
-	s.versions = &versionKeeper{self: b.id, member: s, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
+	s.kvs = &KVService{self: b.id, member: s, stores: s.stores, auth: s.gate, stop: s.stopc}
+	s.versions = &versionKeeper{self: b.id, member: s.view(), peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
-	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
-	s.leases = s.newLeaseService()                 // before the stores: it opens the lessor
+	s.leases = s.newLeaseService() // before the stores: it opens the lessor
 	s.memberAdmin = s.newMembershipAdmin()
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
@@ -126,15 +119,18 @@ func New(cfg *Config) (*Server, error) {
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
-		self: b.id, clusterID: b.clusterID, members: s.members, http: c.peerHTTP,
+		self: b.id, clusterID: b.clusterID, members: s.stores.members, http: c.peerHTTP,
 		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
 	}}}
 	if b.snapshot != nil {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
 		s.setConfState(b.snapshot.GetMetadata().GetConfState())
 	}
-	if s.transport, err = s.newTransport(); err != nil {
-		s.closeBackendStores()
+	// The raft node comes after its transport; nothing serves the peer
+	// URLs before New returns.
+	rp := &raftPeer{removed: s.stores.IsIDRemoved, withApplyLock: s.withApplyLock, dbs: s.storage.snapshotter}
+	if s.transport, err = s.newTransport(rp); err != nil {
+		s.stores.close()
 		b.storage.Close()
 		return nil, err
 	}
@@ -142,9 +138,10 @@ func New(cfg *Config) (*Server, error) {
 		ID: b.id, Logger: s.lg, RawNode: b.node, MemStorage: b.memStorage,
 		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
+	rp.node = s.node
 	s.maint = s.newMaintenance()
 	s.reads = s.newReadBarrier()
-	s.connectPeers(append(b.peers, s.members()...))
+	s.connectPeers(append(b.peers, s.stores.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
 		return nil, err
@@ -152,7 +149,7 @@ func New(cfg *Config) (*Server, error) {
 	s.node.SetLastPersisted(lastIndex)
 	if s.autoCompactor, err = s.newAutoCompactor(); err != nil {
 		s.transport.Stop()
-		s.closeBackendStores()
+		s.stores.close()
 		b.storage.Close()
 		return nil, err
 	}
@@ -165,11 +162,11 @@ func (s *Server) openStores(b *bootstrapped) error {
 	}
 	// Before anything writes to the backend, bootstrap defrag included.
 	if err := checkBackendNotAheadOfWAL(b.id, s.cfg.backendPath(), b.wal, s.consistentIdx); err != nil {
-		s.closeBackendStores()
+		s.stores.close()
 		return err
 	}
-	if err := defragAtStart(s.be, s.cfg.BootstrapDefragThresholdMegabytes, s.lg); err != nil {
-		s.closeBackendStores()
+	if err := defragAtStart(s.stores.be, s.cfg.BootstrapDefragThresholdMegabytes, s.lg); err != nil {
+		s.stores.close()
 		return err
 	}
 	if b.snapshot == nil || s.consistentIdx >= b.snapshot.GetMetadata().GetIndex() {
@@ -178,7 +175,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 	// The member crashed between persisting a snapshot from the leader and
 	// installing its db: finish the install now.
 	index := b.snapshot.GetMetadata().GetIndex()
-	s.closeBackendStores()
+	s.stores.close()
 	if err := s.moveSnapshotDB(index); err != nil {
 		return fmt.Errorf("the backend's consistent index is older than snapshot %d and its db cannot be installed: %w", index, err)
 	}
@@ -213,7 +210,7 @@ func (s *Server) openBackendStores() error {
 		be.Close()
 		return err
 	}
-	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Lessor: lessor, Auth: s.authStore, Logger: s.lg})
+	applier, err := apply.New(apply.Config{KV: kv, Backend: be, QuotaBackendBytes: s.cfg.QuotaBackendBytes, Lessor: lessor, Auth: s.stores.auth, Logger: s.lg})
 	if err != nil {
 		lessor.Stop()
 		kv.Close()
@@ -222,16 +219,9 @@ func (s *Server) openBackendStores() error {
 	}
 	// The scans above read the whole db; serving needs few of its pages.
 	be.DropResidentPages()
-	s.be, s.kv, s.lessor, s.applier = be, kv, lessor, applier
+	s.stores.be, s.stores.kv, s.stores.lessor, s.stores.applier = be, kv, lessor, applier
 	s.consistentIdx, s.consistentTerm = ci, term
 	return nil
-}
-
-func (s *Server) closeBackendStores() {
-	s.watches.closeAll()
-	s.lessor.Stop()
-	s.kv.Close()
-	s.be.Close()
 }
 
 // Start runs the raft, apply, commit and read loops. A one-member cluster
@@ -324,13 +314,13 @@ func (s *Server) Stop() {
 		s.transport.Stop()
 		s.node.Stop()
 		s.applyMu.Lock()
-		s.storeMu.Lock()
-		s.be.Commit()
-		leased := leasedKeys(s.lessor)
-		s.closeBackendStores()
+		s.stores.mu.Lock()
+		s.stores.be.Commit()
+		leased := leasedKeys(s.stores.lessor)
+		s.stores.close()
 		s.writeIndexCheckpoint(leased)
-		s.storesClosed = true
-		s.storeMu.Unlock()
+		s.stores.closed = true
+		s.stores.mu.Unlock()
 		s.applyMu.Unlock()
 		s.storage.Close()
 	})
@@ -350,7 +340,26 @@ func (s *Server) Leader() uint64 { return s.node.Leader() }
 
 // Header is the response header for the member's current state.
 func (s *Server) Header() *pb.ResponseHeader {
-	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.currentRev(), RaftTerm: s.node.Term()}
+	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.stores.currentRev(), RaftTerm: s.node.Term()}
+}
+
+// fillHeader completes a header the applier started (it knows only the revision).
+func (s *Server) fillHeader(h **pb.ResponseHeader) {
+	if *h == nil {
+		*h = &pb.ResponseHeader{Revision: s.stores.currentRev()}
+	}
+	(*h).ClusterId, (*h).MemberId, (*h).RaftTerm = s.clusterID, s.id, s.node.Term()
+}
+
+// LinearizableReadCheck passes a read barrier, as /health does.
+func (s *Server) LinearizableReadCheck(ctx context.Context) error {
+	return s.linearizableReadNotify(ctx)
+}
+
+// SerializableReadCheck reads the local store, as /health?serializable=true does.
+func (s *Server) SerializableReadCheck(ctx context.Context) error {
+	_, err := s.stores.rangeLocal(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
+	return err
 }
 
 // setConfState records raft's configuration (apply loop or start only).
@@ -367,63 +376,12 @@ func (s *Server) setConfState(cs *raftpb.ConfState) {
 // IsLearner reports whether this member is a learner.
 func (s *Server) IsLearner() bool { return s.isLearner.Load() }
 
-// rlockStores read-locks the stores; false (and no lock held) once Stop has
-// closed them.
-func (s *Server) rlockStores() bool {
-	s.storeMu.RLock()
-	if s.storesClosed {
-		s.storeMu.RUnlock()
-		return false
-	}
-	return true
-}
-
-// currentLessor is the lessor of the current stores.
-func (s *Server) currentLessor() *lease.Lessor {
-	s.storeMu.RLock()
-	defer s.storeMu.RUnlock()
-	return s.lessor
-}
-
-// backend returns the current backend; a snapshot install may replace it
-// later (and close this one, which ends a defrag running on it).
-func (s *Server) backend() (backend.Backend, bool) {
-	if !s.rlockStores() {
-		return nil, false
-	}
-	defer s.storeMu.RUnlock()
-	return s.be, true
-}
-
-// storeStatus reads what Status reports of the stores, all under one lock.
-func (s *Server) storeStatus() (storeStatus, bool) {
-	if !s.rlockStores() {
-		return storeStatus{}, false
-	}
-	defer s.storeMu.RUnlock()
-	return storeStatus{
-		dbSize: s.be.Size(), dbSizeInUse: s.be.SizeInUse(), quotaBytes: s.applier.QuotaBytes(),
-		storageVersion: storageVersionOf(s.be), alarms: s.applier.Alarms(), appliedIndex: s.appliedIndex.Load(),
-	}, true
-}
-
 // withApplyLock runs f on the backend while no entry is applied and no
 // commit runs.
 func (s *Server) withApplyLock(f func(be backend.Backend)) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	f(s.be)
-}
-
-// withStores runs read on the backend while the stores are held against a
-// snapshot install; false when they are closed.
-func (s *Server) withStores(read func(be backend.Backend)) bool {
-	if !s.rlockStores() {
-		return false
-	}
-	defer s.storeMu.RUnlock()
-	read(s.be)
-	return true
+	f(s.stores.be)
 }
 
 // connectedSince is when the peer connection to member id last came up;
@@ -431,7 +389,7 @@ func (s *Server) withStores(read func(be backend.Backend)) bool {
 func (s *Server) connectedSince(id uint64) time.Time { return s.transport.ActiveSince(id) }
 
 func (s *Server) newLearnerSteward() *learnerSteward {
-	return &learnerSteward{self: s.id, member: stewardMember{s, s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
+	return &learnerSteward{self: s.id, member: stewardMember{s.view(), s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
 			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
 }
@@ -441,6 +399,9 @@ func (s *Server) Maintenance() *Maintenance { return s.maint }
 
 // MembershipAdmin serves the Cluster service.
 func (s *Server) MembershipAdmin() *MembershipAdmin { return s.memberAdmin }
+
+// KV serves the KV service and the member's side of the Watch service.
+func (s *Server) KV() *KVService { return s.kvs }
 
 // LeaseService serves the Lease service.
 func (s *Server) LeaseService() *LeaseService { return s.leases }
@@ -458,23 +419,8 @@ func (s *Server) ClusterVersion() string { return s.versions.clusterVersion() }
 // it has none.
 func (s *Server) StorageVersion() string { return s.versions.storageVersion() }
 
-// currentRev is the store's revision.
-func (s *Server) currentRev() int64 {
-	if !s.rlockStores() {
-		return 0
-	}
-	defer s.storeMu.RUnlock()
-	return s.kv.Rev()
-}
-
-// Alarms are the active alarms.
-func (s *Server) Alarms() []*pb.AlarmMember {
-	if !s.rlockStores() {
-		return nil
-	}
-	defer s.storeMu.RUnlock()
-	return s.applier.Alarms()
-}
+// Alarms are the active alarms (/health and /readyz report them).
+func (s *Server) Alarms() []*pb.AlarmMember { return s.stores.alarms() }
 
 // saveConsistentIndex is the backend's pre-commit hook; it runs inside
 // Backend.Commit, which this package calls only under applyMu.
@@ -527,8 +473,8 @@ func (s *Server) commitCompactionRound(quit <-chan struct{}) {
 func (s *Server) commitBackend(force bool) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	if force || s.be.PendingWrites() > 0 {
-		s.be.Commit()
+	if force || s.stores.be.PendingWrites() > 0 {
+		s.stores.be.Commit()
 	}
 }
 
