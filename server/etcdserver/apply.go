@@ -103,36 +103,13 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 
 	s.appliedIndex.Store(e.GetIndex())
 	if id != 0 {
-		if result != nil && errors.Is(result.Err, errs.ErrNoSpace) && !s.hasAlarm(pb.AlarmType_NOSPACE) {
-			s.goAttach(func() { s.raiseNoSpaceThenAnswer(id, result) })
+		if result != nil && errors.Is(result.Err, errs.ErrNoSpace) && !s.stores.hasAlarm(pb.AlarmType_NOSPACE) {
+			s.goAttach(func() { s.props.raiseNoSpaceThenAnswer(id, result, s.stores.applier.QuotaBytes()) })
 		} else {
-			s.proposals.Trigger(id, result)
+			s.props.answer(id, result)
 		}
 	}
 	s.appliedWait.Trigger(e.GetIndex())
-}
-
-// raiseNoSpaceThenAnswer raises the NOSPACE alarm through raft for a write
-// that was applied but took the backend over its quota, and only then
-// answers its proposer, as etcd does.
-func (s *Server) raiseNoSpaceThenAnswer(id uint64, result *apply.Result) {
-	s.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", s.stores.applier.QuotaBytes()))
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-	defer cancel()
-	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
-	if _, err := s.propose(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
-		s.lg.Warn("failed to raise NOSPACE alarm", zap.Error(err))
-	}
-	s.proposals.Trigger(id, result)
-}
-
-func (s *Server) hasAlarm(t pb.AlarmType) bool {
-	for _, a := range s.stores.applier.Alarms() {
-		if a.GetAlarm() == t {
-			return true
-		}
-	}
-	return false
 }
 
 // applyNormal applies one request. Entries the backend already holds (index
@@ -142,7 +119,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if len(e.GetData()) == 0 || e.GetIndex() <= s.consistentIdx {
 		return 0, nil
 	}
-	r, err := s.decodeRequest(e.GetData())
+	r, err := s.props.local.decode(e.GetData())
 	if err != nil {
 		s.lg.Error("skipping undecodable raft entry", zap.Uint64("index", e.GetIndex()), zap.Error(err))
 		return 0, nil
@@ -190,21 +167,6 @@ func requestOp(r *pb.InternalRaftRequest) string {
 	return op
 }
 
-// decodeRequest returns the request an entry encodes: this member's own
-// proposal as it was proposed (no decoding), else the decoded entry.
-func (s *Server) decodeRequest(data []byte) (*pb.InternalRaftRequest, error) {
-	if id, ok := requestIDOf(data); ok && id != 0 {
-		if r := s.localReqs.take(id); r != nil {
-			return r, nil
-		}
-	}
-	r := &pb.InternalRaftRequest{}
-	if err := proto.Unmarshal(data, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 func (s *Server) applyConfChange(e *raftpb.Entry) {
 	cc := &raftpb.ConfChange{}
 	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
@@ -231,7 +193,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	s.leases.peersChanged() // once the change is visible to readers
 	connect()
 	if cc.GetId() != 0 {
-		s.proposals.Trigger(cc.GetId(), members)
+		s.props.answer(cc.GetId(), members)
 	}
 	if cc.GetType() == raftpb.ConfChangeRemoveNode && cc.GetNodeId() == s.id {
 		s.goAttach(func() { s.fail(errs.ErrMemberRemoved) })

@@ -203,7 +203,7 @@ func (s *Server) triggerCorruptAlarm(id uint64) {
 		ctx, cancel := contextUntil(s.stopc, s.cfg.requestTimeout())
 		defer cancel()
 		a := &pb.AlarmRequest{MemberID: id, Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_CORRUPT}
-		if _, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
+		if _, err := s.props.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
 			s.lg.Warn("failed to raise the CORRUPT alarm", zap.String("member-id", idHex(id)), zap.Error(err))
 		}
 	})

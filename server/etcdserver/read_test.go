@@ -246,7 +246,10 @@ func TestRequestsAfterStop(t *testing.T) {
 	}{
 		{"linearizable range", func() error { _, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k")}); return err }},
 		{"read check", func() error { return s.LinearizableReadCheck(ctx) }},
-		{"put", func() error { _, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")}); return err }},
+		{"put", func() error {
+			_, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+			return err
+		}},
 		{"delete", func() error { _, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k")}); return err }},
 	}
 	for _, tt := range tests {

@@ -51,8 +51,7 @@ type Server struct {
 	transport   *peer.Transport
 
 	reqIDs      *idutil.Generator
-	proposals   *wait.Registry
-	localReqs   *localRequests // proposed here, not yet applied
+	props       *proposer // the proposals in flight
 	appliedWait *wait.Index
 
 	// applyMu is held while an entry is applied and while the backend
@@ -104,18 +103,17 @@ func New(cfg *Config) (*Server, error) {
 	// openStores may finish installing a snapshot, through the storage.
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
-	s.kvs = &KVService{self: b.id, member: s, stores: s.stores, auth: s.gate, stop: s.stopc}
+	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
+	s.props = newProposer(b.id, c, s.gate, &s.appliedIndex, s.reqIDs, s.stopc)
+	s.kvs = &KVService{self: b.id, member: s.view(), stores: s.stores, auth: s.gate, stop: s.stopc}
 	s.versions = &versionKeeper{self: b.id, member: s.view(), peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
-	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.leases = s.newLeaseService() // before the stores: it opens the lessor
 	s.memberAdmin = s.newMembershipAdmin()
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
-	s.proposals = wait.NewRegistry()
-	s.localReqs = newLocalRequests()
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
 	s.appliedIndex.Store(s.consistentIdx)
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
@@ -139,6 +137,7 @@ func New(cfg *Config) (*Server, error) {
 		Persister: b.storage, Transport: s.transport, TickInterval: c.tickInterval(),
 	})
 	rp.node = s.node
+	s.props.node, s.props.links = s.node, s.transport
 	s.maint = s.newMaintenance()
 	s.reads = s.newReadBarrier()
 	s.connectPeers(append(b.peers, s.stores.members()...))
@@ -310,7 +309,7 @@ func (s *Server) Stop() {
 		s.maint.HandOverLeadership()
 		close(s.stopc)
 		s.wg.Wait()
-		s.proposals.TriggerAll(nil)
+		s.props.stopAll()
 		s.transport.Stop()
 		s.node.Stop()
 		s.applyMu.Lock()
