@@ -178,7 +178,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		s.lg.Warn("conf change not applied to raft", zap.Error(err))
 		return
 	}
-	s.setConfState(cs)
+	s.raftView.setConfState(cs)
 	if e.GetIndex() <= s.consistentIdx {
 		return // replay: raft needed the change again, the backend has it
 	}
@@ -267,7 +267,7 @@ func (s *Server) takeSnapshot() {
 		s.lg.Warn("cannot encode membership for the snapshot", zap.Error(err))
 		return
 	}
-	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.confState, payload)
+	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.raftView.confState, payload)
 	if err != nil {
 		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return

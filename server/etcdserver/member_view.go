@@ -10,10 +10,11 @@ type memberView struct {
 	*Server
 	*stores
 	*proposer
+	*raftView
 	*KVService
 }
 
 // view is the member as its concerns see it. It copies the parts
 // pointers: New takes it only once they are set (KVService takes it before
 // it exists itself, and uses none of its own methods through it).
-func (s *Server) view() memberView { return memberView{s, s.stores, s.props, s.kvs} }
+func (s *Server) view() memberView { return memberView{s, s.stores, s.props, s.raftView, s.kvs} }

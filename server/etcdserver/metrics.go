@@ -10,7 +10,7 @@ func (s *Server) exportMetrics() {
 	metrics.SetServerID(s.id)
 	metrics.QuotaBackendBytes.Set(float64(s.stores.quotaBytes()))
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
-	metrics.SetLearner(s.isLearner.Load())
+	metrics.SetLearner(s.raftView.isLearner())
 	metrics.SetSource(metricsSource{s})
 }
 

@@ -198,19 +198,3 @@ func (b *readBarrier) requestReadIndex(rctx []byte) error {
 	}
 	return nil
 }
-
-// waitCommittedApplied waits until every entry committed now is applied.
-func (s *Server) waitCommittedApplied(ctx context.Context) error {
-	st, err := s.node.Status()
-	if err != nil {
-		return errs.ErrStopped
-	}
-	select {
-	case <-s.appliedWait.Wait(st.GetCommit()):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stopc:
-		return errs.ErrStopped
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/pkg/idutil"
@@ -18,7 +17,6 @@ import (
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/compactor"
 	"github.com/cairnkv/cairn/server/membership"
-	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -52,6 +50,7 @@ type Server struct {
 
 	reqIDs      *idutil.Generator
 	props       *proposer // the proposals in flight
+	raftView    *raftView // leadership, configuration, peer connections
 	appliedWait *wait.Index
 
 	// applyMu is held while an entry is applied and while the backend
@@ -62,7 +61,6 @@ type Server struct {
 	// roundCommits carries the compactor's requests for a commit between
 	// two rounds to commitLoop (see commitCompactionRound).
 	roundCommits  chan chan struct{}
-	confState     *raftpb.ConfState
 	snapshotIndex uint64
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
@@ -74,7 +72,6 @@ type Server struct {
 	// start: a proposal of this member's that such a snapshot already
 	// holds is never answered (publish looks for that).
 	snapshotsInstalled atomic.Uint64
-	isLearner          atomic.Bool // this member is a learner in the current configuration
 
 	reads *readBarrier
 
@@ -105,6 +102,7 @@ func New(cfg *Config) (*Server, error) {
 	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.props = newProposer(b.id, c, s.gate, &s.appliedIndex, s.reqIDs, s.stopc)
+	s.raftView = &raftView{self: b.id, stop: s.stopc, lg: s.lg}
 	s.kvs = &KVService{self: b.id, member: s.view(), stores: s.stores, auth: s.gate, stop: s.stopc}
 	s.versions = &versionKeeper{self: b.id, member: s.view(), peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
@@ -115,6 +113,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.appliedWait = wait.NewIndex(s.consistentIdx)
+	s.raftView.applied = s.appliedWait
 	s.appliedIndex.Store(s.consistentIdx)
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
 		self: b.id, clusterID: b.clusterID, members: s.stores.members, http: c.peerHTTP,
@@ -122,7 +121,7 @@ func New(cfg *Config) (*Server, error) {
 	}}}
 	if b.snapshot != nil {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
-		s.setConfState(b.snapshot.GetMetadata().GetConfState())
+		s.raftView.setConfState(b.snapshot.GetMetadata().GetConfState())
 	}
 	// The raft node comes after its transport; nothing serves the peer
 	// URLs before New returns.
@@ -138,6 +137,7 @@ func New(cfg *Config) (*Server, error) {
 	})
 	rp.node = s.node
 	s.props.node, s.props.links = s.node, s.transport
+	s.raftView.node, s.raftView.links = s.node, s.transport
 	s.maint = s.newMaintenance()
 	s.reads = s.newReadBarrier()
 	s.connectPeers(append(b.peers, s.stores.members()...))
@@ -227,7 +227,7 @@ func (s *Server) openBackendStores() error {
 // campaigns at once instead of waiting out an election timeout.
 func (s *Server) Start() {
 	// Decided before any loop runs: the apply loop rewrites confState.
-	singleVoter := s.isSingleVoter()
+	singleVoter := s.raftView.isSingleVoter(s.cfg.ForceNewCluster && s.cfg.HasWAL(), len(s.cfg.InitialCluster))
 	s.exportMetrics()
 	s.node.Start()
 	s.goAttach(s.applyLoop)
@@ -243,43 +243,15 @@ func (s *Server) Start() {
 	if s.cfg.learnerLoopEnabled() {
 		s.goAttach(s.newLearnerSteward().run)
 	}
-	s.goAttach(func() { s.corruption.runPeriodicCheck(s.cfg.CorruptCheckTime, s.leads, s.stopc) })
+	s.goAttach(func() { s.corruption.runPeriodicCheck(s.cfg.CorruptCheckTime, s.raftView.leads, s.stopc) })
 	if s.cfg.CompactHashCheck {
-		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.leads, s.stopc) })
+		s.goAttach(func() { s.corruption.runCompactHashCheck(s.cfg.compactHashCheckTime(), s.raftView.leads, s.stopc) })
 	}
-	s.goAttach(func() { runWhileLeading(s.autoCompactor, s, s.stopc) })
+	s.goAttach(func() { runWhileLeading(s.autoCompactor, s.raftView, s.stopc) })
 	s.goAttach(s.maint.autoDefragLoop)
 	if singleVoter {
-		s.goAttach(s.campaignWhenApplied)
+		s.goAttach(s.raftView.campaignWhenApplied)
 	}
-}
-
-// campaignWhenApplied starts an election once every entry committed before
-// the start is applied: raft refuses to campaign while committed conf changes
-// are unapplied, and a lone voter has nobody else to start one.
-func (s *Server) campaignWhenApplied() {
-	st, err := s.node.Status()
-	if err != nil {
-		return
-	}
-	select {
-	case <-s.appliedWait.Wait(st.GetCommit()):
-	case <-s.stopc:
-		return
-	}
-	if err := s.node.Campaign(context.Background()); err != nil {
-		s.lg.Warn("campaign failed", zap.Error(err))
-	}
-}
-
-func (s *Server) isSingleVoter() bool {
-	if s.cfg.ForceNewCluster && s.cfg.HasWAL() {
-		return true // every other member is removed by committed entries
-	}
-	if s.confState != nil {
-		return len(s.confState.GetVoters()) == 1 && s.confState.GetVoters()[0] == s.id
-	}
-	return len(s.cfg.InitialCluster) == 1
 }
 
 func (s *Server) goAttach(f func()) {
@@ -361,19 +333,8 @@ func (s *Server) SerializableReadCheck(ctx context.Context) error {
 	return err
 }
 
-// setConfState records raft's configuration (apply loop or start only).
-func (s *Server) setConfState(cs *raftpb.ConfState) {
-	s.confState = cs
-	learner := false
-	for _, id := range cs.GetLearners() {
-		learner = learner || id == s.id
-	}
-	s.isLearner.Store(learner)
-	metrics.SetLearner(learner)
-}
-
 // IsLearner reports whether this member is a learner.
-func (s *Server) IsLearner() bool { return s.isLearner.Load() }
+func (s *Server) IsLearner() bool { return s.raftView.isLearner() }
 
 // withApplyLock runs f on the backend while no entry is applied and no
 // commit runs.
@@ -382,10 +343,6 @@ func (s *Server) withApplyLock(f func(be backend.Backend)) {
 	defer s.applyMu.Unlock()
 	f(s.stores.be)
 }
-
-// connectedSince is when the peer connection to member id last came up;
-// zero while it is down.
-func (s *Server) connectedSince(id uint64) time.Time { return s.transport.ActiveSince(id) }
 
 func (s *Server) newLearnerSteward() *learnerSteward {
 	return &learnerSteward{self: s.id, member: stewardMember{s.view(), s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
@@ -404,12 +361,6 @@ func (s *Server) KV() *KVService { return s.kvs }
 
 // LeaseService serves the Lease service.
 func (s *Server) LeaseService() *LeaseService { return s.leases }
-
-// leads reports whether this member is the raft leader now.
-func (s *Server) leads() bool { return s.Leader() == s.id }
-
-// leaderChanged is closed at the next change of leader.
-func (s *Server) leaderChanged() <-chan struct{} { return s.node.LeaderChanged() }
 
 // ClusterVersion is the cluster version as "X.Y.0", or "" while undecided.
 func (s *Server) ClusterVersion() string { return s.versions.clusterVersion() }

@@ -41,7 +41,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("install snapshot %d: %w", index, err)
 	}
-	s.setConfState(snap.GetMetadata().GetConfState())
+	s.raftView.setConfState(snap.GetMetadata().GetConfState())
 	s.snapshotIndex = index
 	s.appliedIndex.Store(index)
 	s.appliedWait.Trigger(index)
