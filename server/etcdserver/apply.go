@@ -58,7 +58,7 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 	}
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
 	if s.stores.be.PendingWrites() >= s.cfg.BackendBatchLimit {
-		s.commitBackend(false)
+		s.commits.commit(false)
 	}
 	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
 		s.snapshotForced = false
@@ -82,7 +82,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 		id     uint64
 		result *apply.Result
 	)
-	s.applyMu.Lock()
+	s.commits.mu.Lock()
 	switch e.GetType() {
 	case raftpb.EntryNormal:
 		failpoint.Inject("beforeApplyOneEntryNormal")
@@ -93,10 +93,10 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 	}
 	// Monotonic: replay re-applies conf changes at or below the stored index,
 	// and those must not pull the index back (it decides what replay skips).
-	if e.GetIndex() > s.consistentIdx {
-		s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
+	if e.GetIndex() > s.commits.index {
+		s.commits.index, s.commits.term = e.GetIndex(), e.GetTerm()
 	}
-	s.applyMu.Unlock()
+	s.commits.mu.Unlock()
 	// Applied (uncommitted in the backend) but not yet answered: a crash
 	// here must lose nothing the proposer could have been told about.
 	failpoint.Inject("afterApplyOneEntry")
@@ -116,7 +116,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 // at or below the consistent index read at start) are skipped: that is what
 // makes WAL replay after a crash idempotent.
 func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
-	if len(e.GetData()) == 0 || e.GetIndex() <= s.consistentIdx {
+	if len(e.GetData()) == 0 || e.GetIndex() <= s.commits.index {
 		return 0, nil
 	}
 	r, err := s.props.local.decode(e.GetData())
@@ -179,7 +179,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		return
 	}
 	s.raftView.setConfState(cs)
-	if e.GetIndex() <= s.consistentIdx {
+	if e.GetIndex() <= s.commits.index {
 		return // replay: raft needed the change again, the backend has it
 	}
 	tx := s.stores.be.BatchTx()
@@ -260,7 +260,7 @@ func findIn(tx backend.UnsafeReader, id uint64) *membership.Member {
 // in-memory log. The backend is committed first so the db on disk covers
 // everything the snapshot claims.
 func (s *Server) takeSnapshot() {
-	s.commitBackend(true)
+	s.commits.commit(true)
 	applied := s.appliedIndex.Load()
 	payload, err := s.membershipSnapshot()
 	if err != nil {

@@ -77,8 +77,8 @@ func fillAndFree(t *testing.T, s *Server, n, size int) {
 	}
 	// Pages freed by a commit stay pending while the read view of that
 	// commit is open; the next commit releases them.
-	s.commitBackend(true)
-	s.commitBackend(true)
+	s.commits.commit(true)
+	s.commits.commit(true)
 }
 
 // --bootstrap-defrag-threshold-megabytes defragments at start only when at

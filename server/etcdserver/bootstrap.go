@@ -236,7 +236,7 @@ func (s *Server) openBackend() (backend.Backend, error) {
 		Logger:        s.lg,
 		UnsafeNoFsync: s.cfg.UnsafeNoFsync,
 		Mlock:         s.cfg.MemoryMlock,
-		PreCommit:     s.saveConsistentIndex,
+		PreCommit:     s.commits.saveConsistentIndex,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open backend %s: %w", s.cfg.backendPath(), err)

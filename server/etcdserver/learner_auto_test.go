@@ -76,7 +76,7 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 
 	tr := newPromoteTracker(0)
 	for range 3 {
-		if id := s.newLearnerSteward().autoPromoteTick(testCtx(t), tr, time.Now()); id != 0 {
+		if id := stewardOf(s).autoPromoteTick(testCtx(t), tr, time.Now()); id != 0 {
 			t.Fatalf("promoted unreachable learner %x", id)
 		}
 	}
@@ -124,7 +124,7 @@ func TestLearnerSettingsEndpoint(t *testing.T) {
 			s := startServer(t, cfg)
 			hs := httptest.NewServer(s.PeerHandler())
 			defer hs.Close()
-			got, err := s.newLearnerSteward().fetchLearnerSettings(testCtx(t), &membership.Member{PeerURLs: []string{hs.URL}})
+			got, err := stewardOf(s).fetchLearnerSettings(testCtx(t), &membership.Member{PeerURLs: []string{hs.URL}})
 			if err != nil {
 				t.Fatalf("fetchLearnerSettings: %v", err)
 			}
@@ -144,7 +144,7 @@ func TestFetchLearnerSettingsFallbacks(t *testing.T) {
 	s := &Server{cfg: &Config{}}
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
-	got, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{notFound.URL}})
+	got, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{notFound.URL}})
 	if err != nil || !got.AutoPromote {
 		t.Errorf("404: settings %+v, %v; want the defaults", got, err)
 	}
@@ -152,19 +152,19 @@ func TestFetchLearnerSettingsFallbacks(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{broken.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{broken.URL}}); err == nil {
 		t.Error("500: no error")
 	}
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{closed.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{closed.URL}}); err == nil {
 		t.Error("unreachable: no error")
 	}
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode("not settings")
 	}))
 	defer bad.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{bad.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{bad.URL}}); err == nil {
 		t.Error("garbage: no error")
 	}
 }
@@ -185,4 +185,9 @@ func TestAutoPromoteInterval(t *testing.T) {
 	if got := (&Config{}).autoPromoteAfter(); got != defaultAutoPromoteAfter {
 		t.Errorf("default duration %v, want %v", got, defaultAutoPromoteAfter)
 	}
+}
+
+// stewardOf is the learner steward a started member s runs.
+func stewardOf(s *Server) *learnerSteward {
+	return newLearnerSteward(s.cfg, s.id, stewardMember{s.view(), s.memberAdmin}, s.stopc)
 }

@@ -85,13 +85,13 @@ func (p *raftPeer) SaveSnapshotDB(r io.Reader, index uint64) (int64, error) {
 }
 
 // newTransport builds the peer transport of this member.
-func (s *Server) newTransport(rp *raftPeer) (*peer.Transport, error) {
+func newTransport(c *Config, self, clusterID uint64, rp *raftPeer) (*peer.Transport, error) {
 	t := peer.New(peer.Config{
-		ID: s.id, ClusterID: s.clusterID, URLs: s.cfg.PeerURLs,
-		Raft: rp, Snapshots: rp, Logger: s.lg,
+		ID: self, ClusterID: clusterID, URLs: c.PeerURLs,
+		Raft: rp, Snapshots: rp, Logger: c.Logger,
 		ServerVersion: serverVersion, MinClusterVersion: "3.0.0",
-		TLS: s.cfg.PeerTLS, ConnReadTimeout: s.cfg.RaftReadTimeout, ConnWriteTimeout: s.cfg.RaftWriteTimeout,
-		LocalAddr: s.cfg.PeerLocalAddr,
+		TLS: c.PeerTLS, ConnReadTimeout: c.RaftReadTimeout, ConnWriteTimeout: c.RaftWriteTimeout,
+		LocalAddr: c.PeerLocalAddr,
 	})
 	if err := t.Start(); err != nil {
 		return nil, err

@@ -43,9 +43,9 @@ type publisher struct {
 	stop      <-chan struct{}
 }
 
-func (s *Server) newPublisher() *publisher {
-	return &publisher{self: s.id, attrs: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
-		member: s.view(), snapshots: &s.snapshotsInstalled, timeout: s.cfg.requestTimeout(), lg: s.lg, ready: s.readyc, stop: s.stopc}
+func newPublisher(c *Config, self uint64, member publishMember, snapshots *atomic.Uint64, ready chan<- struct{}, stop <-chan struct{}) *publisher {
+	return &publisher{self: self, attrs: &membershippb.Attributes{Name: c.Name, ClientUrls: c.ClientURLs},
+		member: member, snapshots: snapshots, timeout: c.requestTimeout(), lg: c.Logger, ready: ready, stop: stop}
 }
 
 // run publishes until it succeeds or stop.

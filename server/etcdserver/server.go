@@ -53,14 +53,8 @@ type Server struct {
 	raftView    *raftView // leadership, configuration, peer connections
 	appliedWait *wait.Index
 
-	// applyMu is held while an entry is applied and while the backend
-	// commits, so a commit never separates data from its consistent index.
-	applyMu        sync.Mutex
-	consistentIdx  uint64 // guarded by applyMu
-	consistentTerm uint64 // guarded by applyMu
-	// roundCommits carries the compactor's requests for a commit between
-	// two rounds to commitLoop (see commitCompactionRound).
-	roundCommits  chan chan struct{}
+	// commits holds the apply lock (applyMu) and the consistent index.
+	commits       *backendCommits
 	snapshotIndex uint64
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
@@ -91,8 +85,9 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{}), roundCommits: make(chan chan struct{})}
+	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{})}
 	s.stores = &stores{applied: &s.appliedIndex, lg: s.lg}
+	s.commits = &backendCommits{stores: s.stores, rounds: make(chan chan struct{}), interval: c.BackendBatchInterval, stop: s.stopc}
 	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		return nil, err
@@ -106,15 +101,15 @@ func New(cfg *Config) (*Server, error) {
 	s.kvs = &KVService{self: b.id, member: s.view(), stores: s.stores, auth: s.gate, stop: s.stopc}
 	s.versions = &versionKeeper{self: b.id, member: s.view(), peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
-	s.leases = s.newLeaseService() // before the stores: it opens the lessor
-	s.memberAdmin = s.newMembershipAdmin()
+	s.leases = newLeaseService(c, s.view(), s.gate, s.reqIDs, s.stopc) // before the stores: it opens the lessor
+	s.memberAdmin = newMembershipAdmin(c, b.id, s.view(), s.reqIDs)
 	if err := s.openStores(b); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
-	s.appliedWait = wait.NewIndex(s.consistentIdx)
+	s.appliedWait = wait.NewIndex(s.commits.index)
 	s.raftView.applied = s.appliedWait
-	s.appliedIndex.Store(s.consistentIdx)
+	s.appliedIndex.Store(s.commits.index)
 	s.corruption = &corruptionChecker{lg: s.lg, src: memberHashes{s: s, peers: &hashFetcher{
 		self: b.id, clusterID: b.clusterID, members: s.stores.members, http: c.peerHTTP,
 		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
@@ -125,8 +120,8 @@ func New(cfg *Config) (*Server, error) {
 	}
 	// The raft node comes after its transport; nothing serves the peer
 	// URLs before New returns.
-	rp := &raftPeer{removed: s.stores.IsIDRemoved, withApplyLock: s.withApplyLock, dbs: s.storage.snapshotter}
-	if s.transport, err = s.newTransport(rp); err != nil {
+	rp := &raftPeer{removed: s.stores.IsIDRemoved, withApplyLock: s.commits.withApplyLock, dbs: s.storage.snapshotter}
+	if s.transport, err = newTransport(c, b.id, b.clusterID, rp); err != nil {
 		s.stores.close()
 		b.storage.Close()
 		return nil, err
@@ -138,15 +133,15 @@ func New(cfg *Config) (*Server, error) {
 	rp.node = s.node
 	s.props.node, s.props.links = s.node, s.transport
 	s.raftView.node, s.raftView.links = s.node, s.transport
-	s.maint = s.newMaintenance()
-	s.reads = s.newReadBarrier()
+	s.maint = newMaintenance(c, b.id, s.view(), s.node, s.versions, s.stopc)
+	s.reads = newReadBarrier(c, s.node, s.appliedWait, s.reqIDs, s.stopc)
 	s.connectPeers(append(b.peers, s.stores.members()...))
 	lastIndex, err := b.memStorage.LastIndex()
 	if err != nil {
 		return nil, err
 	}
 	s.node.SetLastPersisted(lastIndex)
-	if s.autoCompactor, err = s.newAutoCompactor(); err != nil {
+	if s.autoCompactor, err = newAutoCompactor(c, s.kvs, s.stores.currentRev); err != nil {
 		s.transport.Stop()
 		s.stores.close()
 		b.storage.Close()
@@ -160,7 +155,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 		return err
 	}
 	// Before anything writes to the backend, bootstrap defrag included.
-	if err := checkBackendNotAheadOfWAL(b.id, s.cfg.backendPath(), b.wal, s.consistentIdx); err != nil {
+	if err := checkBackendNotAheadOfWAL(b.id, s.cfg.backendPath(), b.wal, s.commits.index); err != nil {
 		s.stores.close()
 		return err
 	}
@@ -168,7 +163,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 		s.stores.close()
 		return err
 	}
-	if b.snapshot == nil || s.consistentIdx >= b.snapshot.GetMetadata().GetIndex() {
+	if b.snapshot == nil || s.commits.index >= b.snapshot.GetMetadata().GetIndex() {
 		return nil
 	}
 	// The member crashed between persisting a snapshot from the leader and
@@ -200,7 +195,7 @@ func (s *Server) openBackendStores() error {
 	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{
 		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
 		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
-		CommitRound:             s.commitCompactionRound,
+		CommitRound:             s.commits.commitCompactionRound,
 		IndexCheckpoint:         s.cfg.indexCheckpointPath(),
 	})
 	lessor, err := s.leases.openLessor(be, kv)
@@ -219,7 +214,7 @@ func (s *Server) openBackendStores() error {
 	// The scans above read the whole db; serving needs few of its pages.
 	be.DropResidentPages()
 	s.stores.be, s.stores.kv, s.stores.lessor, s.stores.applier = be, kv, lessor, applier
-	s.consistentIdx, s.consistentTerm = ci, term
+	s.commits.index, s.commits.term = ci, term
 	return nil
 }
 
@@ -231,17 +226,17 @@ func (s *Server) Start() {
 	s.exportMetrics()
 	s.node.Start()
 	s.goAttach(s.applyLoop)
-	s.goAttach(s.commitLoop)
+	s.goAttach(s.commits.run)
 	s.goAttach(s.reads.run)
 	s.goAttach(func() { s.cfg.filePurger(s.lg).run(s.stopc) })
 	s.goAttach(s.watchRaftErrors)
-	s.goAttach(s.newPublisher().run)
+	s.goAttach(newPublisher(s.cfg, s.id, s.view(), &s.snapshotsInstalled, s.readyc, s.stopc).run)
 	s.goAttach(func() { s.versions.monitorVersions(s.readyc) })
 	s.goAttach(s.versions.monitorDowngrade)
 	s.goAttach(s.leases.leadershipLoop)
 	s.goAttach(s.leases.revokeExpiredLoop)
 	if s.cfg.learnerLoopEnabled() {
-		s.goAttach(s.newLearnerSteward().run)
+		s.goAttach(newLearnerSteward(s.cfg, s.id, stewardMember{s.view(), s.memberAdmin}, s.stopc).run)
 	}
 	s.goAttach(func() { s.corruption.runPeriodicCheck(s.cfg.CorruptCheckTime, s.raftView.leads, s.stopc) })
 	if s.cfg.CompactHashCheck {
@@ -284,7 +279,7 @@ func (s *Server) Stop() {
 		s.props.stopAll()
 		s.transport.Stop()
 		s.node.Stop()
-		s.applyMu.Lock()
+		s.commits.mu.Lock()
 		s.stores.mu.Lock()
 		s.stores.be.Commit()
 		leased := leasedKeys(s.stores.lessor)
@@ -292,7 +287,7 @@ func (s *Server) Stop() {
 		s.writeIndexCheckpoint(leased)
 		s.stores.closed = true
 		s.stores.mu.Unlock()
-		s.applyMu.Unlock()
+		s.commits.mu.Unlock()
 		s.storage.Close()
 	})
 }
@@ -336,18 +331,10 @@ func (s *Server) SerializableReadCheck(ctx context.Context) error {
 // IsLearner reports whether this member is a learner.
 func (s *Server) IsLearner() bool { return s.raftView.isLearner() }
 
-// withApplyLock runs f on the backend while no entry is applied and no
-// commit runs.
-func (s *Server) withApplyLock(f func(be backend.Backend)) {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	f(s.stores.be)
-}
-
-func (s *Server) newLearnerSteward() *learnerSteward {
-	return &learnerSteward{self: s.id, member: stewardMember{s.view(), s.memberAdmin}, peers: s.cfg.peerHTTP, lg: s.lg, stop: s.stopc,
-		timing: learnerTiming{promoteAfter: s.cfg.autoPromoteAfter(), failoverAfter: s.cfg.StandbyFailoverAfter,
-			interval: s.cfg.autoPromoteInterval(), autoPromote: s.cfg.autoPromoteEnabled()}}
+func newLearnerSteward(c *Config, self uint64, member learnerMember, stop <-chan struct{}) *learnerSteward {
+	return &learnerSteward{self: self, member: member, peers: c.peerHTTP, lg: c.Logger, stop: stop,
+		timing: learnerTiming{promoteAfter: c.autoPromoteAfter(), failoverAfter: c.StandbyFailoverAfter,
+			interval: c.autoPromoteInterval(), autoPromote: c.autoPromoteEnabled()}}
 }
 
 // Maintenance serves the Maintenance service.
@@ -371,62 +358,6 @@ func (s *Server) StorageVersion() string { return s.versions.storageVersion() }
 
 // Alarms are the active alarms (/health and /readyz report them).
 func (s *Server) Alarms() []*pb.AlarmMember { return s.stores.alarms() }
-
-// saveConsistentIndex is the backend's pre-commit hook; it runs inside
-// Backend.Commit, which this package calls only under applyMu.
-func (s *Server) saveConsistentIndex(tx backend.UnsafeWriter) {
-	backend.PutUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex, s.consistentIdx)
-	backend.PutUint64(tx, backend.BucketMeta, backend.MetaTerm, s.consistentTerm)
-}
-
-// commitLoop commits the backend every --backend-batch-interval, and at
-// once when the compactor asks (commitCompactionRound).
-func (s *Server) commitLoop() {
-	t := time.NewTicker(s.cfg.BackendBatchInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			s.commitBackend(false)
-		case done := <-s.roundCommits:
-			s.commitBackend(false)
-			close(done)
-		case <-s.stopc:
-			return
-		}
-	}
-}
-
-// commitCompactionRound is the mvcc store's CommitRound: it has commitLoop
-// commit (under applyMu, like every commit of this package) and waits for
-// it. The compactor must not take applyMu itself: Stop and snapshot
-// installation close the store while holding it, and wait for the
-// compactor, which then leaves through quit.
-func (s *Server) commitCompactionRound(quit <-chan struct{}) {
-	done := make(chan struct{})
-	select {
-	case s.roundCommits <- done:
-	case <-quit:
-		return
-	case <-s.stopc:
-		return
-	}
-	select {
-	case <-done:
-	case <-quit:
-	case <-s.stopc:
-	}
-}
-
-// commitBackend commits when there is something to commit (or always when
-// force is set).
-func (s *Server) commitBackend(force bool) {
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
-	if force || s.stores.be.PendingWrites() > 0 {
-		s.stores.be.Commit()
-	}
-}
 
 func jsonMember(m *membership.Member) ([]byte, error) { return json.Marshal(m) }
 

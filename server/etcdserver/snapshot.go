@@ -26,7 +26,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.lg.Info("applying snapshot from leader", zap.Uint64("snapshot-index", index))
 	metrics.SnapshotApplyInProgress.Set(1)
 	defer metrics.SnapshotApplyInProgress.Set(0)
-	s.applyMu.Lock()
+	s.commits.mu.Lock()
 	s.stores.mu.Lock()
 	s.stores.be.Commit()
 	s.stores.close()
@@ -37,7 +37,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	}
 	s.leases.peersChanged() // the snapshot's members bucket replaced ours
 	s.stores.mu.Unlock()
-	s.applyMu.Unlock()
+	s.commits.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("install snapshot %d: %w", index, err)
 	}
@@ -46,7 +46,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.appliedIndex.Store(index)
 	s.appliedWait.Trigger(index)
 	s.snapshotsInstalled.Add(1)
-	s.lg.Info("applied snapshot from leader", zap.Uint64("snapshot-index", index), zap.Uint64("consistent-index", s.consistentIdx))
+	s.lg.Info("applied snapshot from leader", zap.Uint64("snapshot-index", index), zap.Uint64("consistent-index", s.commits.index))
 	return nil
 }
 
