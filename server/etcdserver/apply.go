@@ -20,7 +20,6 @@ import (
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
-	"github.com/cairnkv/cairn/server/membership/v2store"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -187,7 +186,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	if b, err := json.Marshal(cs); err == nil {
 		tx.UnsafePut(backend.BucketMeta, backend.MetaConfState, b)
 	}
-	connect := s.applyMemberChange(tx, cc)
+	connect := s.records.applyChange(tx, cc)
 	members, _ := membership.Load(tx)
 	tx.Unlock()
 	s.leases.peersChanged() // once the change is visible to readers
@@ -200,69 +199,13 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	}
 }
 
-// applyMemberChange records a conf change in the members buckets. The
-// caller holds the batch tx lock; it runs the returned func after releasing
-// it, to tell the transport (which may wait for peer goroutines).
-func (s *Server) applyMemberChange(tx backend.UnsafeWriter, cc *raftpb.ConfChange) (connect func()) {
-	connect = func() {}
-	switch cc.GetType() {
-	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
-		change := &membership.ChangeContext{}
-		if err := jsonUnmarshal(cc.GetContext(), change); err != nil {
-			s.lg.Error("conf change carries no member", zap.Error(err))
-			return connect
-		}
-		m := &change.Member
-		old := findIn(tx, m.ID)
-		switch {
-		case change.IsPromote && old == nil:
-			s.lg.Error("conf change promotes an unknown member", zap.String("member-id", idHex(m.ID)))
-			return connect
-		case change.IsPromote:
-			// etcd's promotion names only the member: it keeps everything
-			// but its learner flag.
-			promoted := *old
-			promoted.IsLearner = false
-			m = &promoted
-		case old != nil:
-			// An update, or a promotion in cairn's older form (the whole
-			// member): keep what the member published.
-			m.Name, m.ClientURLs = old.Name, old.ClientURLs
-		}
-		if err := membership.Save(tx, m); err != nil {
-			s.lg.Error("cannot save member", zap.Error(err))
-		}
-		if cc.GetType() == raftpb.ConfChangeUpdateNode {
-			connect = func() { s.transport.UpdatePeer(m.ID, m.PeerURLs) }
-		} else {
-			connect = func() { s.transport.AddPeer(m.ID, m.PeerURLs) }
-		}
-	case raftpb.ConfChangeRemoveNode:
-		membership.Remove(tx, cc.GetNodeId())
-		if id := cc.GetNodeId(); id != s.id {
-			connect = func() { s.transport.RemovePeer(id) }
-		}
-	}
-	return connect
-}
-
-func findIn(tx backend.UnsafeReader, id uint64) *membership.Member {
-	members, _ := membership.Load(tx)
-	for _, m := range members {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
 // takeSnapshot records a raft snapshot at the applied index and trims the
 // in-memory log. The backend is committed first so the db on disk covers
 // everything the snapshot claims.
 func (s *Server) takeSnapshot() {
 	s.commits.commit(true)
 	applied := s.appliedIndex.Load()
-	payload, err := s.membershipSnapshot()
+	payload, err := membershipSnapshot(s.stores.be, s.versions.clusterVersion)
 	if err != nil {
 		s.lg.Warn("cannot encode membership for the snapshot", zap.Error(err))
 		return
@@ -286,36 +229,6 @@ func (s *Server) takeSnapshot() {
 		}
 		s.lg.Info("compacted raft logs", zap.Uint64("compact-index", compactTo))
 	}
-}
-
-// membershipSnapshot encodes the current membership and cluster version as
-// the v2-store JSON etcd v3.7 writes into every snapshot file, so that the
-// .snap files are etcd's byte for byte.
-func (s *Server) membershipSnapshot() ([]byte, error) {
-	tx := s.stores.be.ReadTx()
-	tx.RLock()
-	members, err := membership.Load(tx)
-	if err != nil {
-		tx.RUnlock()
-		return nil, err
-	}
-	removed, err := membership.LoadRemoved(tx)
-	tx.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	st := v2store.New()
-	for _, m := range members {
-		st.AddMember(m.ID, m.PeerURLs, m.IsLearner)
-		if m.ClientURLs != nil {
-			st.SetMemberAttributes(m.ID, m.Name, m.ClientURLs)
-		}
-	}
-	for _, id := range removed {
-		st.RemoveMember(id)
-	}
-	st.SetClusterVersion(s.versions.clusterVersion())
-	return st.Save()
 }
 
 // fail reports a fatal error; the main stops the member.

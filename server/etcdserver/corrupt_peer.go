@@ -198,7 +198,8 @@ func contextUntil(stop <-chan struct{}, timeout time.Duration) (context.Context,
 
 // triggerCorruptAlarm proposes a CORRUPT alarm for member id (0: the whole
 // cluster) without waiting for it.
-func (s *Server) triggerCorruptAlarm(id uint64) {
+func (m memberHashes) triggerCorruptAlarm(id uint64) {
+	s := m.s
 	s.goAttach(func() {
 		ctx, cancel := contextUntil(s.stopc, s.cfg.requestTimeout())
 		defer cancel()
@@ -224,7 +225,6 @@ func (m memberHashes) Hashes() []mvcc.KeyValueHash { return m.s.stores.hashes() 
 func (m memberHashes) memberID() uint64                { return m.s.id }
 func (m memberHashes) reqTimeout() time.Duration       { return m.s.cfg.requestTimeout() }
 func (m memberHashes) peerHashes(rev int64) []peerHash { return m.peers.peerHashes(rev) }
-func (m memberHashes) triggerCorruptAlarm(id uint64)   { m.s.triggerCorruptAlarm(id) }
 func (m memberHashes) linearizableReadNotify(ctx context.Context) error {
 	return m.s.linearizableReadNotify(ctx)
 }

@@ -115,7 +115,7 @@ func (s *Server) PeerHandler() http.Handler {
 	raftHandler := s.transport.Handler()
 	mux.Handle("/raft", raftHandler)
 	mux.Handle("/raft/", raftHandler)
-	mux.HandleFunc("/members", s.serveMembers)
+	mux.Handle("/members", membersHandler{clusterID: s.clusterID, members: s.stores.members, lg: s.lg})
 	mux.Handle(peerHashKVPath, hashKVHandler{clusterID: s.clusterID, hash: s.stores.hashByRev, lg: s.lg})
 	mux.HandleFunc(promotePath, s.memberAdmin.servePromote)
 	mux.HandleFunc(learnerSettingsPath, s.memberAdmin.serveLearnerSettings)
@@ -125,21 +125,27 @@ func (s *Server) PeerHandler() http.Handler {
 	return mux
 }
 
-// serveMembers answers GET /members with the member list, as etcd's peer
-// handler does; a joining member learns the cluster from it.
-func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
+// membersHandler answers GET /members with the member list, as etcd's
+// peer handler does; a joining member learns the cluster from it.
+type membersHandler struct {
+	clusterID uint64
+	members   func() []*membership.Member // the applied members
+	lg        *zap.Logger
+}
+
+func (h membersHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Etcd-Cluster-ID", strconv.FormatUint(s.clusterID, 16))
-	members := s.stores.members()
+	w.Header().Set("X-Etcd-Cluster-ID", strconv.FormatUint(h.clusterID, 16))
+	members := h.members()
 	if members == nil {
 		members = []*membership.Member{}
 	}
 	if err := json.NewEncoder(w).Encode(members); err != nil {
-		s.lg.Warn("failed to encode members response", zap.Error(err))
+		h.lg.Warn("failed to encode members response", zap.Error(err))
 	}
 }

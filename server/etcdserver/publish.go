@@ -125,7 +125,7 @@ func (p *publisher) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRe
 func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 	switch {
 	case r.GetClusterMemberAttrSet() != nil:
-		s.applyMemberAttrs(r.GetClusterMemberAttrSet())
+		s.records.applyAttrs(s.stores.be, r.GetClusterMemberAttrSet())
 	case r.GetClusterVersionSet() != nil:
 		if s.versions.applyClusterVersion(s.stores.be, r.GetClusterVersionSet().GetVer()) {
 			s.snapshotForced = true
@@ -136,25 +136,4 @@ func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 		return false
 	}
 	return true
-}
-
-func (s *Server) applyMemberAttrs(req *membershippb.ClusterMemberAttrSetRequest) {
-	tx := s.stores.be.BatchTx()
-	tx.Lock()
-	defer tx.Unlock()
-	members, err := membership.Load(tx)
-	if err != nil {
-		s.lg.Error("cannot load members", zap.Error(err))
-		return
-	}
-	for _, m := range members {
-		if m.ID == req.GetMember_ID() {
-			m.Name = req.GetMemberAttributes().GetName()
-			m.ClientURLs = req.GetMemberAttributes().GetClientUrls()
-			if err := membership.Save(tx, m); err != nil {
-				s.lg.Error("cannot save member", zap.Error(err))
-			}
-			return
-		}
-	}
 }

@@ -49,8 +49,9 @@ type Server struct {
 	transport   *peer.Transport
 
 	reqIDs      *idutil.Generator
-	props       *proposer // the proposals in flight
-	raftView    *raftView // leadership, configuration, peer connections
+	props       *proposer     // the proposals in flight
+	raftView    *raftView     // leadership, configuration, peer connections
+	records     memberRecords // the applied membership in the backend
 	appliedWait *wait.Index
 
 	// commits holds the apply lock (applyMu) and the consistent index.
@@ -133,6 +134,7 @@ func New(cfg *Config) (*Server, error) {
 	rp.node = s.node
 	s.props.node, s.props.links = s.node, s.transport
 	s.raftView.node, s.raftView.links = s.node, s.transport
+	s.records = memberRecords{self: b.id, peers: s.transport, lg: s.lg}
 	s.maint = newMaintenance(c, b.id, s.view(), s.node, s.versions, s.stopc)
 	s.reads = newReadBarrier(c, s.node, s.appliedWait, s.reqIDs, s.stopc)
 	s.connectPeers(append(b.peers, s.stores.members()...))
@@ -170,7 +172,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 	// installing its db: finish the install now.
 	index := b.snapshot.GetMetadata().GetIndex()
 	s.stores.close()
-	if err := s.moveSnapshotDB(index); err != nil {
+	if err := s.storage.moveSnapshotDB(index, s.cfg.backendPath()); err != nil {
 		return fmt.Errorf("the backend's consistent index is older than snapshot %d and its db cannot be installed: %w", index, err)
 	}
 	return s.openBackendStores()
@@ -179,7 +181,7 @@ func (s *Server) openStores(b *bootstrapped) error {
 // openBackendStores opens the backend, mvcc and applier on the db file and
 // reads the consistent index it holds.
 func (s *Server) openBackendStores() error {
-	be, err := s.openBackend()
+	be, err := openBackend(s.cfg, s.commits.saveConsistentIndex)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func (s *Server) Stop() {
 		s.stores.be.Commit()
 		leased := leasedKeys(s.stores.lessor)
 		s.stores.close()
-		s.writeIndexCheckpoint(leased)
+		s.stores.writeIndexCheckpoint(s.cfg, leased)
 		s.stores.closed = true
 		s.stores.mu.Unlock()
 		s.commits.mu.Unlock()

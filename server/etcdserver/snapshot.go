@@ -31,7 +31,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.stores.be.Commit()
 	s.stores.close()
 	failpoint.Inject("applyBeforeOpenSnapshot")
-	err := s.moveSnapshotDB(index)
+	err := s.storage.moveSnapshotDB(index, s.cfg.backendPath())
 	if err == nil {
 		err = s.openBackendStores()
 	}
@@ -50,11 +50,12 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	return nil
 }
 
-// moveSnapshotDB puts the received db for index in place of the backend file.
-func (s *Server) moveSnapshotDB(index uint64) error {
-	path, err := s.storage.snapshotter.DBFilePath(index)
+// moveSnapshotDB puts the received db for index in place of the backend
+// file at backendPath.
+func (st *raftStorage) moveSnapshotDB(index uint64, backendPath string) error {
+	path, err := st.snapshotter.DBFilePath(index)
 	if err != nil {
 		return err
 	}
-	return os.Rename(path, s.cfg.backendPath())
+	return os.Rename(path, backendPath)
 }
