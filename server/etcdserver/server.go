@@ -119,8 +119,9 @@ func New(cfg *Config) (*Server, error) {
 		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
 		s.raftView.setConfState(b.snapshot.GetMetadata().GetConfState())
 	}
-	// The raft node comes after its transport; nothing serves the peer
-	// URLs before New returns.
+	// The raft node comes after its transport: the parts that talk to the
+	// node or the transport get them once both exist. Nothing serves the
+	// peer URLs and no loop runs before New returns.
 	rp := &raftPeer{removed: s.stores.IsIDRemoved, withApplyLock: s.commits.withApplyLock, dbs: s.storage.snapshotter}
 	if s.transport, err = newTransport(c, b.id, b.clusterID, rp); err != nil {
 		s.stores.close()
