@@ -24,6 +24,20 @@ import (
 	"github.com/cairnkv/cairn/server/v3rpc"
 )
 
+// The gRPC and HTTP layers find some of a member's abilities by a type
+// assertion at run time; these make losing one a compile error instead.
+var (
+	_ v3rpc.LearnerChecker            = (*etcdserver.Server)(nil)
+	_ v3rpc.ReadOnlyLearnerChecker    = (*etcdserver.Server)(nil)
+	_ v3rpc.LeaderReporter            = (*etcdserver.Server)(nil)
+	_ v3rpc.AuthGate                  = (*etcdserver.Server)(nil)
+	_ v3rpc.WatchPermitter            = (*etcdserver.KVService)(nil)
+	_ httpapi.SerializableReadChecker = (*etcdserver.Server)(nil)
+	_ httpapi.LearnerReporter         = (*etcdserver.Server)(nil)
+	_ httpapi.VersionReporter         = (*etcdserver.Server)(nil)
+	_ httpapi.RaftStatusReporter      = (*etcdserver.Server)(nil)
+)
+
 // Member is a started member with its listeners.
 type Member struct {
 	Server *etcdserver.Server
@@ -219,6 +233,8 @@ func (m *Member) startGRPC(cfg *config.Config, ext Extensions, undo *undoStack) 
 		ElectionTimeout:             time.Duration(cfg.ElectionMs) * time.Millisecond,
 		StopGRPCServiceOnDefrag:     cfg.FeatureEnabled("StopGRPCServiceOnDefrag"),
 		WarningUnaryRequestDuration: cfg.WarningUnaryRequestDuration,
+		KV:                          m.Server.KV(),
+		Watch:                       m.Server.KV(),
 		Auth:                        m.Server.AuthAdmin(),
 		Lease:                       m.Server.LeaseService(),
 		Cluster:                     m.Server.MembershipAdmin(),

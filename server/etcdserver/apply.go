@@ -20,7 +20,6 @@ import (
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
-	"github.com/cairnkv/cairn/server/membership/v2store"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -57,8 +56,8 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 		membersChanged = membersChanged || e.GetType() == raftpb.EntryConfChange
 	}
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
-	if s.be.PendingWrites() >= s.cfg.BackendBatchLimit {
-		s.kickCommit()
+	if s.stores.be.PendingWrites() >= s.cfg.BackendBatchLimit {
+		s.commits.kickCommit()
 	}
 	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
 		s.snapshotForced = false
@@ -82,7 +81,7 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 		id     uint64
 		result *apply.Result
 	)
-	s.applyMu.Lock()
+	s.commits.mu.Lock()
 	switch e.GetType() {
 	case raftpb.EntryNormal:
 		failpoint.Inject("beforeApplyOneEntryNormal")
@@ -93,56 +92,33 @@ func (s *Server) applyEntry(e *raftpb.Entry) {
 	}
 	// Monotonic: replay re-applies conf changes at or below the stored index,
 	// and those must not pull the index back (it decides what replay skips).
-	if e.GetIndex() > s.consistentIdx {
-		s.consistentIdx, s.consistentTerm = e.GetIndex(), e.GetTerm()
+	if e.GetIndex() > s.commits.index {
+		s.commits.index, s.commits.term = e.GetIndex(), e.GetTerm()
 	}
-	s.applyMu.Unlock()
+	s.commits.mu.Unlock()
 	// Applied (uncommitted in the backend) but not yet answered: a crash
 	// here must lose nothing the proposer could have been told about.
 	failpoint.Inject("afterApplyOneEntry")
 
 	s.appliedIndex.Store(e.GetIndex())
 	if id != 0 {
-		if result != nil && errors.Is(result.Err, errs.ErrNoSpace) && !s.hasAlarm(pb.AlarmType_NOSPACE) {
-			s.goAttach(func() { s.raiseNoSpaceThenAnswer(id, result) })
+		if result != nil && errors.Is(result.Err, errs.ErrNoSpace) && !s.stores.hasAlarm(pb.AlarmType_NOSPACE) {
+			s.goAttach(func() { s.props.raiseNoSpaceThenAnswer(id, result, s.stores.applier.QuotaBytes()) })
 		} else {
-			s.proposals.Trigger(id, result)
+			s.props.answer(id, result)
 		}
 	}
 	s.appliedWait.Trigger(e.GetIndex())
-}
-
-// raiseNoSpaceThenAnswer raises the NOSPACE alarm through raft for a write
-// that was applied but took the backend over its quota, and only then
-// answers its proposer, as etcd does.
-func (s *Server) raiseNoSpaceThenAnswer(id uint64, result *apply.Result) {
-	s.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", s.applier.QuotaBytes()))
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-	defer cancel()
-	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
-	if _, err := s.propose(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
-		s.lg.Warn("failed to raise NOSPACE alarm", zap.Error(err))
-	}
-	s.proposals.Trigger(id, result)
-}
-
-func (s *Server) hasAlarm(t pb.AlarmType) bool {
-	for _, a := range s.applier.Alarms() {
-		if a.GetAlarm() == t {
-			return true
-		}
-	}
-	return false
 }
 
 // applyNormal applies one request. Entries the backend already holds (index
 // at or below the consistent index read at start) are skipped: that is what
 // makes WAL replay after a crash idempotent.
 func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
-	if len(e.GetData()) == 0 || e.GetIndex() <= s.consistentIdx {
+	if len(e.GetData()) == 0 || e.GetIndex() <= s.commits.index {
 		return 0, nil
 	}
-	r, err := s.decodeRequest(e.GetData())
+	r, err := s.props.local.decode(e.GetData())
 	if err != nil {
 		s.lg.Error("skipping undecodable raft entry", zap.Uint64("index", e.GetIndex()), zap.Error(err))
 		return 0, nil
@@ -156,7 +132,7 @@ func (s *Server) applyNormal(e *raftpb.Entry) (uint64, *apply.Result) {
 	if s.applyClusterRequest(r) {
 		result = &apply.Result{}
 	} else {
-		result = s.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
+		result = s.stores.applier.Apply(apply.WithIndex(context.Background(), e.GetIndex()), r)
 	}
 	s.recordApply(r, result, time.Since(start))
 	return id, result
@@ -190,21 +166,6 @@ func requestOp(r *pb.InternalRaftRequest) string {
 	return op
 }
 
-// decodeRequest returns the request an entry encodes: this member's own
-// proposal as it was proposed (no decoding), else the decoded entry.
-func (s *Server) decodeRequest(data []byte) (*pb.InternalRaftRequest, error) {
-	if id, ok := requestIDOf(data); ok && id != 0 {
-		if r := s.localReqs.take(id); r != nil {
-			return r, nil
-		}
-	}
-	r := &pb.InternalRaftRequest{}
-	if err := proto.Unmarshal(data, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 func (s *Server) applyConfChange(e *raftpb.Entry) {
 	cc := &raftpb.ConfChange{}
 	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
@@ -216,96 +177,40 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 		s.lg.Warn("conf change not applied to raft", zap.Error(err))
 		return
 	}
-	s.setConfState(cs)
-	if e.GetIndex() <= s.consistentIdx {
+	s.raftView.setConfState(cs)
+	if e.GetIndex() <= s.commits.index {
 		return // replay: raft needed the change again, the backend has it
 	}
-	tx := s.be.BatchTx()
+	tx := s.stores.be.BatchTx()
 	tx.Lock()
 	if b, err := json.Marshal(cs); err == nil {
 		tx.UnsafePut(backend.BucketMeta, backend.MetaConfState, b)
 	}
-	connect := s.applyMemberChange(tx, cc)
+	connect := s.records.applyChange(tx, cc)
 	members, _ := membership.Load(tx)
 	tx.Unlock()
 	s.leases.peersChanged() // once the change is visible to readers
 	connect()
 	if cc.GetId() != 0 {
-		s.proposals.Trigger(cc.GetId(), members)
+		s.props.answer(cc.GetId(), members)
 	}
 	if cc.GetType() == raftpb.ConfChangeRemoveNode && cc.GetNodeId() == s.id {
 		s.goAttach(func() { s.fail(errs.ErrMemberRemoved) })
 	}
 }
 
-// applyMemberChange records a conf change in the members buckets. The
-// caller holds the batch tx lock; it runs the returned func after releasing
-// it, to tell the transport (which may wait for peer goroutines).
-func (s *Server) applyMemberChange(tx backend.UnsafeWriter, cc *raftpb.ConfChange) (connect func()) {
-	connect = func() {}
-	switch cc.GetType() {
-	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
-		change := &membership.ChangeContext{}
-		if err := jsonUnmarshal(cc.GetContext(), change); err != nil {
-			s.lg.Error("conf change carries no member", zap.Error(err))
-			return connect
-		}
-		m := &change.Member
-		old := findIn(tx, m.ID)
-		switch {
-		case change.IsPromote && old == nil:
-			s.lg.Error("conf change promotes an unknown member", zap.String("member-id", idHex(m.ID)))
-			return connect
-		case change.IsPromote:
-			// etcd's promotion names only the member: it keeps everything
-			// but its learner flag.
-			promoted := *old
-			promoted.IsLearner = false
-			m = &promoted
-		case old != nil:
-			// An update, or a promotion in cairn's older form (the whole
-			// member): keep what the member published.
-			m.Name, m.ClientURLs = old.Name, old.ClientURLs
-		}
-		if err := membership.Save(tx, m); err != nil {
-			s.lg.Error("cannot save member", zap.Error(err))
-		}
-		if cc.GetType() == raftpb.ConfChangeUpdateNode {
-			connect = func() { s.transport.UpdatePeer(m.ID, m.PeerURLs) }
-		} else {
-			connect = func() { s.transport.AddPeer(m.ID, m.PeerURLs) }
-		}
-	case raftpb.ConfChangeRemoveNode:
-		membership.Remove(tx, cc.GetNodeId())
-		if id := cc.GetNodeId(); id != s.id {
-			connect = func() { s.transport.RemovePeer(id) }
-		}
-	}
-	return connect
-}
-
-func findIn(tx backend.UnsafeReader, id uint64) *membership.Member {
-	members, _ := membership.Load(tx)
-	for _, m := range members {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
 // takeSnapshot records a raft snapshot at the applied index and trims the
 // in-memory log. The backend is committed first so the db on disk covers
 // everything the snapshot claims.
 func (s *Server) takeSnapshot() {
-	s.commitBackend()
+	s.commits.commit()
 	applied := s.appliedIndex.Load()
-	payload, err := s.membershipSnapshot()
+	payload, err := membershipSnapshot(s.stores.be, s.versions.clusterVersion)
 	if err != nil {
 		s.lg.Warn("cannot encode membership for the snapshot", zap.Error(err))
 		return
 	}
-	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.confState, payload)
+	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.raftView.confState, payload)
 	if err != nil {
 		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return
@@ -324,36 +229,6 @@ func (s *Server) takeSnapshot() {
 		}
 		s.lg.Info("compacted raft logs", zap.Uint64("compact-index", compactTo))
 	}
-}
-
-// membershipSnapshot encodes the current membership and cluster version as
-// the v2-store JSON etcd v3.7 writes into every snapshot file, so that the
-// .snap files are etcd's byte for byte.
-func (s *Server) membershipSnapshot() ([]byte, error) {
-	tx := s.be.ReadTx()
-	tx.RLock()
-	members, err := membership.Load(tx)
-	if err != nil {
-		tx.RUnlock()
-		return nil, err
-	}
-	removed, err := membership.LoadRemoved(tx)
-	tx.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	st := v2store.New()
-	for _, m := range members {
-		st.AddMember(m.ID, m.PeerURLs, m.IsLearner)
-		if m.ClientURLs != nil {
-			st.SetMemberAttributes(m.ID, m.Name, m.ClientURLs)
-		}
-	}
-	for _, id := range removed {
-		st.RemoveMember(id)
-	}
-	st.SetClusterVersion(s.versions.clusterVersion())
-	return st.Save()
 }
 
 // fail reports a fatal error; the main stops the member.

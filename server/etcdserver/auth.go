@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/cairnkv/cairn/server/auth"
-	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/lease"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -26,8 +25,8 @@ import (
 // openAuth gives the auth store the backend, creating the store (and its
 // token provider) on first use.
 func (s *Server) openAuth(be backend.Backend) error {
-	if s.authStore != nil {
-		s.authStore.Recover(be)
+	if s.stores.auth != nil {
+		s.stores.auth.Recover(be)
 		return nil
 	}
 	tp, err := auth.NewTokenProvider(s.cfg.AuthToken, auth.TokenConfig{
@@ -38,14 +37,14 @@ func (s *Server) openAuth(be backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	s.authStore = auth.New(auth.Config{Backend: be, Tokens: tp, BcryptCost: int(s.cfg.BcryptCost), Logger: s.lg})
-	s.gate.store = s.authStore
-	s.authAdmin = newAuthAdmin(s.authStore, s, s.lg)
+	s.stores.auth = auth.New(auth.Config{Backend: be, Tokens: tp, BcryptCost: int(s.cfg.BcryptCost), Logger: s.lg})
+	s.gate.store = s.stores.auth
+	s.authAdmin = newAuthAdmin(s.stores.auth, s.view(), s.lg)
 	return nil
 }
 
 // AuthStore is the member's auth store.
-func (s *Server) AuthStore() *auth.Store { return s.authStore }
+func (s *Server) AuthStore() *auth.Store { return s.stores.auth }
 
 // rootKey marks a context of the member's own requests (revoking expired
 // leases), which act as root.
@@ -149,6 +148,11 @@ func (g *authGate) authorizedRead(ctx context.Context, check func(auth.AuthInfo)
 
 func noCheck(auth.AuthInfo) error { return nil }
 
+// rangePermitted checks that ai may read [key, end).
+func (g *authGate) rangePermitted(ai auth.AuthInfo, key, end []byte) error {
+	return g.store.IsRangePermitted(ai, key, end)
+}
+
 // AdminPermitted fails unless ctx's sender has the root role (or auth is
 // off): member changes, compaction and most maintenance calls.
 func (g *authGate) AdminPermitted(ctx context.Context) error {
@@ -225,24 +229,9 @@ func keyPermitted(as *auth.Store, ai auth.AuthInfo, key []byte, write bool) erro
 	return as.IsRangePermitted(ai, key, nil)
 }
 
-// checkPassword holds the stores: a snapshot install must not close the
-// backend the check reads.
-func (s *Server) checkPassword(name, password string) (uint64, error) {
-	if !s.rlockStores() {
-		return 0, errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	return s.authStore.CheckPassword(name, password)
-}
-
 // AdminPermitted fails unless ctx's sender has the root role (or auth is
 // off): member changes, compaction and most maintenance calls.
 func (s *Server) AdminPermitted(ctx context.Context) error { return s.gate.AdminPermitted(ctx) }
 
 // RequireAuthInfo fails when auth is on and ctx names no user.
 func (s *Server) RequireAuthInfo(ctx context.Context) error { return s.gate.RequireAuthInfo(ctx) }
-
-// IsWatchPermitted checks that ctx's sender may read the watched range.
-func (s *Server) IsWatchPermitted(ctx context.Context, key, end []byte) error {
-	return s.gate.IsWatchPermitted(ctx, key, end)
-}

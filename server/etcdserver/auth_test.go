@@ -75,26 +75,26 @@ func TestAuthChecksWritesAndReads(t *testing.T) {
 	s := startServer(t, authConfig(t.TempDir()))
 	_, alice := setupAuth(t, s)
 	ctx := withToken(testCtx(t), alice)
-	if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("a1"), Value: []byte("v")}); err != nil {
+	if _, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("a1"), Value: []byte("v")}); err != nil {
 		t.Fatalf("put inside: %v", err)
 	}
-	if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("c"), Value: []byte("v")}); !errors.Is(err, auth.ErrPermissionDenied) {
+	if _, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("c"), Value: []byte("v")}); !errors.Is(err, auth.ErrPermissionDenied) {
 		t.Fatalf("put outside: %v", err)
 	}
 	for _, serializable := range []bool{false, true} {
-		_, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("c"), Serializable: serializable})
+		_, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("c"), Serializable: serializable})
 		if !errors.Is(err, auth.ErrPermissionDenied) {
 			t.Errorf("range outside (serializable %v): %v", serializable, err)
 		}
 	}
-	if _, err := s.Range(testCtx(t), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrUserEmpty) {
+	if _, err := s.KV().Range(testCtx(t), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrUserEmpty) {
 		t.Errorf("range without token: %v", err)
 	}
-	if _, err := s.Range(withToken(testCtx(t), "bogus.1"), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrInvalidAuthToken) {
+	if _, err := s.KV().Range(withToken(testCtx(t), "bogus.1"), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrInvalidAuthToken) {
 		t.Errorf("range with a bogus token: %v", err)
 	}
 	txn := &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("c")}}}}}
-	if _, err := s.Txn(ctx, txn); !errors.Is(err, auth.ErrPermissionDenied) {
+	if _, err := s.KV().Txn(ctx, txn); !errors.Is(err, auth.ErrPermissionDenied) {
 		t.Errorf("read-only txn outside: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestAuthPasswordChangeDropsTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Range(withToken(testCtx(t), alice), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrInvalidAuthToken) {
+	if _, err := s.KV().Range(withToken(testCtx(t), alice), &pb.RangeRequest{Key: []byte("a1")}); !errors.Is(err, auth.ErrInvalidAuthToken) {
 		t.Errorf("old token: %v", err)
 	}
 	if _, err := s.AuthAdmin().Authenticate(testCtx(t), &pb.AuthenticateRequest{Name: "alice", Password: "a"}); !errors.Is(err, auth.ErrAuthFailed) {
@@ -150,7 +150,7 @@ func TestAuthSurvivesRestart(t *testing.T) {
 		t.Fatal("auth is off after a restart")
 	}
 	alice := authenticate(t, s, "alice", "a")
-	if _, err := s.Put(withToken(testCtx(t), alice), &pb.PutRequest{Key: []byte("a2")}); err != nil {
+	if _, err := s.KV().Put(withToken(testCtx(t), alice), &pb.PutRequest{Key: []byte("a2")}); err != nil {
 		t.Fatalf("put after restart: %v", err)
 	}
 }

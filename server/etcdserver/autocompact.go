@@ -15,19 +15,24 @@ import (
 
 // newAutoCompactor returns nil when auto compaction is off. Its
 // compactions act as root so that they also work with auth enabled.
-func (s *Server) newAutoCompactor() (*compactor.Compactor, error) {
-	if s.cfg.AutoCompactionRetention == 0 {
+func newAutoCompactor(c *Config, kv compactionProposer, rev func() int64) (*compactor.Compactor, error) {
+	if c.AutoCompactionRetention == 0 {
 		return nil, nil
 	}
 	compact := func(ctx context.Context, rev int64) error {
 		// A logical compaction (physical false) to rev.
-		_, err := s.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
+		_, err := kv.Compact(withRoot(ctx), &pb.CompactionRequest{Revision: rev})
 		return err
 	}
 	return compactor.New(compactor.Config{
-		Mode: s.cfg.AutoCompactionMode, Retention: s.cfg.AutoCompactionRetention,
-		Rev: s.currentRev, Compact: compact, Logger: s.lg,
+		Mode: c.AutoCompactionMode, Retention: c.AutoCompactionRetention,
+		Rev: rev, Compact: compact, Logger: c.Logger,
 	})
+}
+
+// compactionProposer proposes compactions (KVService).
+type compactionProposer interface {
+	Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error)
 }
 
 // leadership tells whether the member leads, and when that may change.

@@ -34,7 +34,7 @@ func TestAutoCompactionPeriodic(t *testing.T) {
 		last = mustPut(t, s, fmt.Sprintf("k%d", i), "v").GetHeader().GetRevision()
 	}
 	waitFor(t, "auto compaction past the writes", func() bool { return compactedRev(t, s) >= last })
-	_, err := s.Range(testCtx(t), &pb.RangeRequest{Key: []byte("k0"), Revision: last - 1})
+	_, err := s.KV().Range(testCtx(t), &pb.RangeRequest{Key: []byte("k0"), Revision: last - 1})
 	if err == nil || err.Error() != "mvcc: required revision has been compacted" {
 		t.Fatalf("Range at revision %d after auto compaction: %v, want the compacted error", last-1, err)
 	}
@@ -69,19 +69,19 @@ func fillAndFree(t *testing.T, s *Server, n, size int) {
 	}
 	// Commit the values first: a commit writes only the newest state of a
 	// key, so values deleted before any commit never take space in the file.
-	s.commitBackend()
+	s.commits.commit()
 	ctx := testCtx(t)
-	dr, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("key-"), RangeEnd: []byte("key.")})
+	dr, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("key-"), RangeEnd: []byte("key.")})
 	if err != nil || dr.GetDeleted() != int64(n) {
 		t.Fatalf("DeleteRange = %v, %v; want %d deleted", dr, err, n)
 	}
-	if _, err := s.Compact(ctx, &pb.CompactionRequest{Revision: dr.GetHeader().GetRevision(), Physical: true}); err != nil {
+	if _, err := s.KV().Compact(ctx, &pb.CompactionRequest{Revision: dr.GetHeader().GetRevision(), Physical: true}); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
 	// Pages freed by a commit stay pending while the read view of that
 	// commit is open; the next commit releases them.
-	s.commitBackend()
-	s.commitBackend()
+	s.commits.commit()
+	s.commits.commit()
 }
 
 // --bootstrap-defrag-threshold-megabytes defragments at start only when at
@@ -101,7 +101,7 @@ func TestBootstrapDefrag(t *testing.T) {
 			dir := t.TempDir()
 			s := startServer(t, testConfig(dir))
 			fillAndFree(t, s, 300, 10*1024)
-			before, inUse := s.be.Size(), s.be.SizeInUse()
+			before, inUse := s.stores.be.Size(), s.stores.be.SizeInUse()
 			if before-inUse < 2<<20 {
 				t.Fatalf("only %d bytes free after deleting 3 MB, test needs 2 MiB", before-inUse)
 			}
@@ -109,7 +109,7 @@ func TestBootstrapDefrag(t *testing.T) {
 			cfg := testConfig(dir)
 			cfg.BootstrapDefragThresholdMegabytes = tc.thresholdM
 			s = startServer(t, cfg)
-			after := s.be.Size()
+			after := s.stores.be.Size()
 			if shrunk := after < before; shrunk != tc.wantShrink {
 				t.Errorf("db size %d -> %d after restart; want shrunk: %v", before, after, tc.wantShrink)
 			}

@@ -28,7 +28,7 @@ func BenchmarkPutSerial(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte(fmt.Sprintf("k%d", i%1000)), Value: val}); err != nil {
+				if _, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte(fmt.Sprintf("k%d", i%1000)), Value: val}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -49,7 +49,7 @@ func BenchmarkRangeLinearizableSerial(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {
+		if _, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -228,25 +228,26 @@ func openWAL(lg *zap.Logger, dir string, marker walpb.Snapshot) (*wal.WAL, []byt
 	}
 }
 
-// openBackend opens the member's bbolt db.
-func (s *Server) openBackend() (backend.Backend, error) {
+// openBackend opens the member's bbolt db; preCommit is the hook that
+// writes the consistent index into every commit.
+func openBackend(c *Config, preCommit func(tx backend.UnsafeWriter)) (backend.Backend, error) {
 	start := time.Now()
 	be, err := backend.Open(backend.Config{
-		Path:          s.cfg.backendPath(),
-		Logger:        s.lg,
-		UnsafeNoFsync: s.cfg.UnsafeNoFsync,
-		Mlock:         s.cfg.MemoryMlock,
-		PreCommit:     s.saveConsistentIndex,
+		Path:          c.backendPath(),
+		Logger:        c.Logger,
+		UnsafeNoFsync: c.UnsafeNoFsync,
+		Mlock:         c.MemoryMlock,
+		PreCommit:     preCommit,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open backend %s: %w", s.cfg.backendPath(), err)
+		return nil, fmt.Errorf("open backend %s: %w", c.backendPath(), err)
 	}
 	// bbolt creates the file without syncing its directory.
-	if err := syncNames(s.cfg.backendPath()); err != nil {
+	if err := syncNames(c.backendPath()); err != nil {
 		be.Close()
 		return nil, fmt.Errorf("sync backend directory: %w", err)
 	}
-	s.lg.Info("opened backend db", zap.String("path", s.cfg.backendPath()), zap.Duration("took", time.Since(start)))
+	c.Logger.Info("opened backend db", zap.String("path", c.backendPath()), zap.Duration("took", time.Since(start)))
 	return be, nil
 }
 

@@ -71,9 +71,8 @@ type MembershipAdmin struct {
 	rules  membershipRules
 }
 
-func (s *Server) newMembershipAdmin() *MembershipAdmin {
-	c := s.cfg
-	return &MembershipAdmin{self: s.id, member: s, ids: s.reqIDs, peers: c.peerHTTP, rules: membershipRules{
+func newMembershipAdmin(c *Config, self uint64, member clusterMember, ids *idutil.Generator) *MembershipAdmin {
+	return &MembershipAdmin{self: self, member: member, ids: ids, peers: c.peerHTTP, rules: membershipRules{
 		token: c.InitialClusterToken, strict: c.StrictReconfigCheck, maxLearners: c.MaxLearners,
 		addAsLearner: c.MemberAddAsLearner, learnerReadOnly: c.LearnerReadOnly, learnerNoAutoPromote: c.LearnerNoAutoPromote,
 	}}

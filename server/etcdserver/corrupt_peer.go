@@ -196,23 +196,15 @@ func contextUntil(stop <-chan struct{}, timeout time.Duration) (context.Context,
 	return ctx, cancel
 }
 
-// hashByRev is the key space's HashByRev on the current stores.
-func (s *Server) hashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
-	if !s.rlockStores() {
-		return mvcc.KeyValueHash{}, 0, errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	return s.kv.HashByRev(rev)
-}
-
 // triggerCorruptAlarm proposes a CORRUPT alarm for member id (0: the whole
 // cluster) without waiting for it.
-func (s *Server) triggerCorruptAlarm(id uint64) {
+func (m memberHashes) triggerCorruptAlarm(id uint64) {
+	s := m.s
 	s.goAttach(func() {
 		ctx, cancel := contextUntil(s.stopc, s.cfg.requestTimeout())
 		defer cancel()
 		a := &pb.AlarmRequest{MemberID: id, Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_CORRUPT}
-		if _, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
+		if _, err := s.props.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: a}); err != nil {
 			s.lg.Warn("failed to raise the CORRUPT alarm", zap.String("member-id", idHex(id)), zap.Error(err))
 		}
 	})
@@ -225,21 +217,14 @@ type memberHashes struct {
 }
 
 func (m memberHashes) HashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
-	return m.s.hashByRev(rev)
+	return m.s.stores.hashByRev(rev)
 }
 
-func (m memberHashes) Hashes() []mvcc.KeyValueHash {
-	if !m.s.rlockStores() {
-		return nil
-	}
-	defer m.s.storeMu.RUnlock()
-	return m.s.kv.Hashes()
-}
+func (m memberHashes) Hashes() []mvcc.KeyValueHash { return m.s.stores.hashes() }
 
 func (m memberHashes) memberID() uint64                { return m.s.id }
 func (m memberHashes) reqTimeout() time.Duration       { return m.s.cfg.requestTimeout() }
 func (m memberHashes) peerHashes(rev int64) []peerHash { return m.peers.peerHashes(rev) }
-func (m memberHashes) triggerCorruptAlarm(id uint64)   { m.s.triggerCorruptAlarm(id) }
 func (m memberHashes) linearizableReadNotify(ctx context.Context) error {
 	return m.s.linearizableReadNotify(ctx)
 }

@@ -29,23 +29,24 @@ func (c *Config) indexCheckpointPath() string {
 	return filepath.Join(c.memberDir(), "index.ckpt")
 }
 
-// writeIndexCheckpoint saves the key index of the closed stores. leased are
-// the lessor's attachments, taken before the stores closed.
-func (s *Server) writeIndexCheckpoint(leased []mvcc.LeasedKey) {
-	path := s.cfg.indexCheckpointPath()
+// writeIndexCheckpoint saves the key index of the closed stores where c
+// says. leased are the lessor's attachments, taken before the stores
+// closed. Stop calls it, holding mu for writing.
+func (st *stores) writeIndexCheckpoint(c *Config, leased []mvcc.LeasedKey) {
+	path := c.indexCheckpointPath()
 	if path == "" {
 		// A checkpoint left by an earlier run with the option on would
 		// only be found stale; do not keep it around.
-		_ = os.Remove(filepath.Join(s.cfg.memberDir(), "index.ckpt"))
+		_ = os.Remove(filepath.Join(c.memberDir(), "index.ckpt"))
 		return
 	}
 	start := time.Now()
-	if err := s.kv.WriteIndexCheckpoint(path, s.be.CommitID(), leased); err != nil {
-		s.lg.Info("not writing the key index checkpoint", zap.String("path", path), zap.Error(err))
+	if err := st.kv.WriteIndexCheckpoint(path, st.be.CommitID(), leased); err != nil {
+		st.lg.Info("not writing the key index checkpoint", zap.String("path", path), zap.Error(err))
 		return
 	}
-	s.lg.Info("wrote the key index checkpoint", zap.String("path", path),
-		zap.Int("keys", s.kv.KeyCount()), zap.Duration("took", time.Since(start)))
+	st.lg.Info("wrote the key index checkpoint", zap.String("path", path),
+		zap.Int("keys", st.kv.KeyCount()), zap.Duration("took", time.Since(start)))
 }
 
 // leasedKeys lists every key attached to a lease, in key order: what the

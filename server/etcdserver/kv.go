@@ -6,117 +6,149 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/auth"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/metrics"
+	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
 
+// kvMember is what KVService needs of the member: the read barrier, the
+// proposals and the header of a response.
+type kvMember interface {
+	// linearizableReadNotify returns once the member has applied everything
+	// committed when it was called.
+	linearizableReadNotify(ctx context.Context) error
+	propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error)
+	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
+	// fillHeader completes a header the applier started.
+	fillHeader(h **pb.ResponseHeader)
+}
+
+// kvStores are the member's stores as KVService reads them; each call
+// holds the store lock while it runs (*stores).
+type kvStores interface {
+	rangeLocal(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
+	txnLocal(ctx context.Context, ai auth.AuthInfo, r *pb.TxnRequest) (*pb.TxnResponse, error)
+	// quotaAvailable: does r fit the backend quota (ok false: stopped)?
+	quotaAvailable(r proto.Message) (fits, ok bool)
+	newWatchStream() (mvcc.WatchStream, error)
+	keyAt(ctx context.Context, key []byte, rev int64) (*mvccpb.KeyValue, error)
+}
+
+// kvAuth is the member's authGate as KVService uses it.
+type kvAuth interface {
+	authorizedRead(ctx context.Context, check func(auth.AuthInfo) error, read func(auth.AuthInfo) error) error
+	rangePermitted(ai auth.AuthInfo, key, end []byte) error
+	IsWatchPermitted(ctx context.Context, key, end []byte) error
+}
+
+// KVService serves etcd's KV service on a member (writes through raft,
+// reads from the local stores after a read barrier unless serializable)
+// and the member's side of the Watch service (watch streams on the local
+// store, the prev_kv of events, the permission to watch).
+type KVService struct {
+	self   uint64
+	member kvMember
+	stores kvStores
+	auth   kvAuth
+	stop   <-chan struct{}
+}
+
 // Range reads locally, after a read barrier unless the request is serializable.
-func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeResponse, err error) {
+func (k *KVService) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeResponse, err error) {
 	start := time.Now()
 	defer func() {
 		metrics.RangeSeconds.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
 	}()
 	if !r.GetSerializable() {
-		if err := s.linearizableReadNotify(ctx); err != nil {
+		if err := k.member.linearizableReadNotify(ctx); err != nil {
 			return nil, err
 		}
 	}
 	metrics.MVCCRange.Inc()
-	check := func(ai auth.AuthInfo) error { return s.authStore.IsRangePermitted(ai, r.Key, r.RangeEnd) }
-	err = s.gate.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
-		if !s.rlockStores() {
-			return errs.ErrStopped
-		}
-		defer s.storeMu.RUnlock()
-		resp, err = s.applier.Range(ctx, r)
+	check := func(ai auth.AuthInfo) error { return k.auth.rangePermitted(ai, r.Key, r.RangeEnd) }
+	err = k.auth.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
+		resp, err = k.stores.rangeLocal(ctx, r)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.fillHeader(&resp.Header)
+	k.member.fillHeader(&resp.Header)
 	return resp, nil
 }
 
 // Put proposes a put.
-func (s *Server) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
-	if err := s.checkQuota(ctx, r); err != nil {
+func (k *KVService) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
+	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Put: r})
+	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Put: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.PutResponse)
-	s.fillHeader(&out.Header)
+	k.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // DeleteRange proposes a delete.
-func (s *Server) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{DeleteRange: r})
+func (k *KVService) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{DeleteRange: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.DeleteRangeResponse)
-	s.fillHeader(&out.Header)
+	k.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // Txn proposes a transaction; one that only reads is served locally after a
 // read barrier (or none, when every range in it is serializable).
-func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+func (k *KVService) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	if isTxnReadOnly(r) {
 		if !isTxnSerializable(r) {
-			if err := s.linearizableReadNotify(ctx); err != nil {
+			if err := k.member.linearizableReadNotify(ctx); err != nil {
 				return nil, err
 			}
 		}
-		return s.readOnlyTxn(ctx, r)
+		return k.readOnlyTxn(ctx, r)
 	}
-	if err := s.checkQuota(ctx, r); err != nil {
+	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Txn: r})
+	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Txn: r})
 	if err != nil {
 		return nil, err
 	}
 	out := resp.(*pb.TxnResponse)
-	s.fillHeader(&out.Header)
+	k.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // readOnlyTxn serves a Txn of reads locally; the applier checks the
 // sender's permissions as it would in the apply step.
-func (s *Server) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+func (k *KVService) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	var out *pb.TxnResponse
-	err := s.gate.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) error {
-		if !s.rlockStores() {
-			return errs.ErrStopped
-		}
-		defer s.storeMu.RUnlock()
-		h := &pb.RequestHeader{Username: ai.Username, AuthRevision: ai.Revision}
-		res := s.applier.Apply(ctx, &pb.InternalRaftRequest{Header: h, Txn: r})
-		if res.Err != nil {
-			return res.Err
-		}
-		out = res.Resp.(*pb.TxnResponse)
-		return nil
+	err := k.auth.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) (err error) {
+		out, err = k.stores.txnLocal(ctx, ai, r)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.fillHeader(&out.Header)
+	k.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // Compact proposes a compaction; a physical one waits until the old
 // revisions are gone from the backend.
-func (s *Server) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{Compaction: r})
+func (k *KVService) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+	res, err := k.member.propose(ctx, &pb.InternalRaftRequest{Compaction: r})
 	if err != nil {
 		return nil, err
 	}
@@ -128,39 +160,30 @@ func (s *Server) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.Comp
 		case <-res.Physc:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-s.stopc:
+		case <-k.stop:
 			return nil, errs.ErrStopped
 		}
 	}
 	out := res.Resp.(*pb.CompactionResponse)
-	s.fillHeader(&out.Header)
+	k.member.fillHeader(&out.Header)
 	return out, nil
 }
 
 // checkQuota refuses a write that would take the backend past its quota and
 // raises the NOSPACE alarm through raft, as etcd does before proposing.
-func (s *Server) checkQuota(ctx context.Context, r proto.Message) error {
-	if !s.rlockStores() {
+func (k *KVService) checkQuota(ctx context.Context, r proto.Message) error {
+	fits, ok := k.stores.quotaAvailable(r)
+	if !ok {
 		return errs.ErrStopped
 	}
-	fits := s.applier.QuotaAvailable(r)
-	s.storeMu.RUnlock()
 	if fits {
 		return nil
 	}
-	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}
-	if _, err := s.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
+	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: k.self, Alarm: pb.AlarmType_NOSPACE}
+	if _, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
 		return err
 	}
 	return errs.ErrNoSpace
-}
-
-// fillHeader completes a header the applier started (it knows only the revision).
-func (s *Server) fillHeader(h **pb.ResponseHeader) {
-	if *h == nil {
-		*h = &pb.ResponseHeader{Revision: s.currentRev()}
-	}
-	(*h).ClusterId, (*h).MemberId, (*h).RaftTerm = s.clusterID, s.id, s.node.Term()
 }
 
 func isTxnReadOnly(r *pb.TxnRequest) bool {
@@ -196,17 +219,17 @@ func opsSerializable(ops []*pb.RequestOp) bool {
 	return true
 }
 
-// LinearizableReadCheck passes a read barrier, as /health does.
-func (s *Server) LinearizableReadCheck(ctx context.Context) error {
-	return s.linearizableReadNotify(ctx)
+// NewWatchStream opens a watch stream on the member's store. It is closed
+// by the member when the store is replaced or the member stops.
+func (k *KVService) NewWatchStream() (mvcc.WatchStream, error) { return k.stores.newWatchStream() }
+
+// KeyAt returns key's KeyValue at revision rev, nil if the key did not
+// exist then; errs.ErrCompacted if rev is compacted.
+func (k *KVService) KeyAt(ctx context.Context, key []byte, rev int64) (*mvccpb.KeyValue, error) {
+	return k.stores.keyAt(ctx, key, rev)
 }
 
-// SerializableReadCheck reads the local store, as /health?serializable=true does.
-func (s *Server) SerializableReadCheck(ctx context.Context) error {
-	if !s.rlockStores() {
-		return errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	_, err := s.applier.Range(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
-	return err
+// IsWatchPermitted checks that ctx's sender may read the watched range.
+func (k *KVService) IsWatchPermitted(ctx context.Context, key, end []byte) error {
+	return k.auth.IsWatchPermitted(ctx, key, end)
 }

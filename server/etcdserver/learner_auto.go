@@ -218,7 +218,7 @@ type learnerMember interface {
 // stewardMember is a learnerMember made of the member's core (leadership,
 // members, connections, alarms) and its MembershipAdmin (the changes).
 type stewardMember struct {
-	*Server
+	memberView
 	*MembershipAdmin
 }
 

@@ -69,14 +69,14 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 	if !m.IsLearner {
 		t.Fatal("MemberAdd added a voter under --experimental-member-add-as-learner")
 	}
-	if got := memberByID(s.members(), m.ID); got == nil || !got.IsLearner {
+	if got := memberByID(s.stores.members(), m.ID); got == nil || !got.IsLearner {
 		t.Fatalf("member list has %+v, want a learner", got)
 	}
 	mustPut(t, s, "after-add", "v")
 
 	tr := newPromoteTracker(0)
 	for range 3 {
-		if id := s.newLearnerSteward().autoPromoteTick(testCtx(t), tr, time.Now()); id != 0 {
+		if id := stewardOf(s).autoPromoteTick(testCtx(t), tr, time.Now()); id != 0 {
 			t.Fatalf("promoted unreachable learner %x", id)
 		}
 	}
@@ -89,8 +89,8 @@ func TestMemberAddAsLearnerKeepsQuorum(t *testing.T) {
 		t.Fatalf("MemberRemove: %v", err)
 	}
 	mustPut(t, s, "after-remove", "v")
-	if len(s.members()) != 1 {
-		t.Fatalf("members after remove: %v", s.members())
+	if len(s.stores.members()) != 1 {
+		t.Fatalf("members after remove: %v", s.stores.members())
 	}
 }
 
@@ -124,7 +124,7 @@ func TestLearnerSettingsEndpoint(t *testing.T) {
 			s := startServer(t, cfg)
 			hs := httptest.NewServer(s.PeerHandler())
 			defer hs.Close()
-			got, err := s.newLearnerSteward().fetchLearnerSettings(testCtx(t), &membership.Member{PeerURLs: []string{hs.URL}})
+			got, err := stewardOf(s).fetchLearnerSettings(testCtx(t), &membership.Member{PeerURLs: []string{hs.URL}})
 			if err != nil {
 				t.Fatalf("fetchLearnerSettings: %v", err)
 			}
@@ -144,7 +144,7 @@ func TestFetchLearnerSettingsFallbacks(t *testing.T) {
 	s := &Server{cfg: &Config{}}
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
-	got, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{notFound.URL}})
+	got, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{notFound.URL}})
 	if err != nil || !got.AutoPromote {
 		t.Errorf("404: settings %+v, %v; want the defaults", got, err)
 	}
@@ -152,19 +152,19 @@ func TestFetchLearnerSettingsFallbacks(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{broken.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{broken.URL}}); err == nil {
 		t.Error("500: no error")
 	}
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{closed.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{closed.URL}}); err == nil {
 		t.Error("unreachable: no error")
 	}
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode("not settings")
 	}))
 	defer bad.Close()
-	if _, err := s.newLearnerSteward().fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{bad.URL}}); err == nil {
+	if _, err := stewardOf(s).fetchLearnerSettings(context.Background(), &membership.Member{PeerURLs: []string{bad.URL}}); err == nil {
 		t.Error("garbage: no error")
 	}
 }
@@ -185,4 +185,9 @@ func TestAutoPromoteInterval(t *testing.T) {
 	if got := (&Config{}).autoPromoteAfter(); got != defaultAutoPromoteAfter {
 		t.Errorf("default duration %v, want %v", got, defaultAutoPromoteAfter)
 	}
+}
+
+// stewardOf is the learner steward a started member s runs.
+func stewardOf(s *Server) *learnerSteward {
+	return newLearnerSteward(s.cfg, s.id, stewardMember{s.view(), s.memberAdmin}, s.stopc)
 }

@@ -88,9 +88,8 @@ type LeaseService struct {
 	leaderURLs peerURLCache // where forwarded requests go
 }
 
-func (s *Server) newLeaseService() *LeaseService {
-	c := s.cfg
-	return &LeaseService{member: s, auth: s.gate, ids: s.reqIDs, peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
+func newLeaseService(c *Config, member leaseMember, auth leaseAuth, ids *idutil.Generator, stop <-chan struct{}) *LeaseService {
+	return &LeaseService{member: member, auth: auth, ids: ids, peers: c.peerHTTP, lg: c.Logger, stop: stop,
 		timing: leaseTiming{
 			request:            c.requestTimeout(),
 			electionTimeout:    time.Duration(c.ElectionTicks) * c.tickInterval(),

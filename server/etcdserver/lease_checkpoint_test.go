@@ -27,14 +27,14 @@ func grantLease(t *testing.T, s *Server, ttl int64, key string) lease.LeaseID {
 	if err != nil {
 		t.Fatalf("LeaseGrant: %v", err)
 	}
-	if _, err := s.Put(testCtx(t), &pb.PutRequest{Key: []byte(key), Value: []byte("v"), Lease: g.ID}); err != nil {
+	if _, err := s.KV().Put(testCtx(t), &pb.PutRequest{Key: []byte(key), Value: []byte("v"), Lease: g.ID}); err != nil {
 		t.Fatalf("Put with lease: %v", err)
 	}
 	return lease.LeaseID(g.ID)
 }
 
 func checkpointedTTL(s *Server, id lease.LeaseID) int64 {
-	if l := s.currentLessor().Lookup(id); l != nil {
+	if l := s.stores.currentLessor().Lookup(id); l != nil {
 		return l.CheckpointedTTL()
 	}
 	return -1
@@ -66,7 +66,7 @@ func TestLeaseCheckpointSurvivesRestart(t *testing.T) {
 
 	restarted := time.Now()
 	s = startServer(t, cfg)
-	waitFor(t, "the lessor primary", s.currentLessor().IsPrimary)
+	waitFor(t, "the lessor primary", s.stores.currentLessor().IsPrimary)
 	cp := checkpointedTTL(s, id)
 	if cp <= 0 || cp >= checkpointTestTTL {
 		t.Fatalf("after restart the lease's checkpointed TTL is %d, want 1..%d (read from the lease bucket)", cp, checkpointTestTTL-1)
@@ -75,13 +75,13 @@ func TestLeaseCheckpointSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart TimeToLive = %d (granted %d), want at most the checkpointed %d (granted %d)",
 			got.TTL, got.GrantedTTL, cp, checkpointTestTTL)
 	}
-	waitFor(t, "the lease revoked", func() bool { return s.currentLessor().Lookup(id) == nil })
+	waitFor(t, "the lease revoked", func() bool { return s.stores.currentLessor().Lookup(id) == nil })
 	// A full countdown would end no earlier than checkpointTestTTL after
 	// the promotion, itself after restarted.
 	if took := time.Since(restarted); took >= checkpointTestTTL*time.Second {
 		t.Errorf("lease revoked %v after the restart; from a checkpoint of %ds it must be sooner than the full TTL", took, cp)
 	}
-	rr, err := s.Range(testCtx(t), &pb.RangeRequest{Key: []byte("k")})
+	rr, err := s.KV().Range(testCtx(t), &pb.RangeRequest{Key: []byte("k")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestLeaseCheckpointDisabled(t *testing.T) {
 	s.Stop()
 	restarted := time.Now()
 	s = startServer(t, cfg)
-	waitFor(t, "the lessor primary", s.currentLessor().IsPrimary)
+	waitFor(t, "the lessor primary", s.stores.currentLessor().IsPrimary)
 	// Promoted after restarted, the lease expires a full TTL (plus an
 	// election timeout) after the promotion.
-	rem := s.currentLessor().Lookup(id).Remaining()
+	rem := s.stores.currentLessor().Lookup(id).Remaining()
 	if since := time.Since(restarted); rem+since < ttl*time.Second {
 		t.Fatalf("after restart the lease expires in %v, %v after the restart; want the full TTL %ds from the promotion", rem, since, ttl)
 	}

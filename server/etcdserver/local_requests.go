@@ -5,6 +5,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // Field numbers of etcd's InternalRaftRequest and RequestHeader that
@@ -42,6 +43,21 @@ func (l *localRequests) take(id uint64) *pb.InternalRaftRequest {
 	delete(l.reqs, id)
 	l.mu.Unlock()
 	return r
+}
+
+// decode returns the request an entry encodes: this member's own
+// proposal as it was proposed (no decoding), else the decoded entry.
+func (l *localRequests) decode(data []byte) (*pb.InternalRaftRequest, error) {
+	if id, ok := requestIDOf(data); ok && id != 0 {
+		if r := l.take(id); r != nil {
+			return r, nil
+		}
+	}
+	r := &pb.InternalRaftRequest{}
+	if err := proto.Unmarshal(data, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // requestIDOf reads the request ID of an encoded InternalRaftRequest (the

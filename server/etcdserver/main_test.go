@@ -77,7 +77,7 @@ func testCtx(t *testing.T) context.Context {
 
 func mustPut(t *testing.T, s *Server, key, val string) *pb.PutResponse {
 	t.Helper()
-	resp, err := s.Put(testCtx(t), &pb.PutRequest{Key: []byte(key), Value: []byte(val)})
+	resp, err := s.KV().Put(testCtx(t), &pb.PutRequest{Key: []byte(key), Value: []byte(val)})
 	if err != nil {
 		t.Fatalf("Put(%q): %v", key, err)
 	}
@@ -97,7 +97,7 @@ type state struct {
 func readState(t *testing.T, s *Server) state {
 	t.Helper()
 	ctx := testCtx(t)
-	rr, err := s.Range(ctx, &pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}})
+	rr, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte{0}, RangeEnd: []byte{0}})
 	if err != nil {
 		t.Fatalf("Range all: %v", err)
 	}

@@ -117,9 +117,8 @@ func (m *Maintenance) announceDefrag() (finished func()) {
 	}
 }
 
-func (s *Server) newMaintenance() *Maintenance {
-	c := s.cfg
-	return &Maintenance{self: s.id, member: s, node: s.node, versions: s.versions, lg: s.lg, stop: s.stopc,
+func newMaintenance(c *Config, self uint64, member maintenanceMember, node leadershipMover, versions downgrades, stop <-chan struct{}) *Maintenance {
+	return &Maintenance{self: self, member: member, node: node, versions: versions, lg: c.Logger, stop: stop,
 		tick: c.tickInterval(), request: c.requestTimeout(),
 		reclaim: reclaimPolicy{freePercent: c.AutoDefragFreePercent, minFree: c.AutoDefragMinFreeBytes, interval: c.AutoDefragInterval}}
 }

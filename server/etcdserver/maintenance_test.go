@@ -27,7 +27,7 @@ func TestRequestTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := s.Header().GetRevision()
-			_, err := s.Put(testCtx(t), &pb.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), tt.valSize)})
+			_, err := s.KV().Put(testCtx(t), &pb.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), tt.valSize)})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Put = %v, want %v", err, tt.wantErr)
 			}
@@ -55,7 +55,7 @@ func TestNoSpace(t *testing.T) {
 	s := startServer(t, cfg)
 	ctx := testCtx(t)
 
-	if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")}); !errors.Is(err, errs.ErrNoSpace) {
+	if _, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")}); !errors.Is(err, errs.ErrNoSpace) {
 		t.Fatalf("Put over quota = %v, want %v", err, errs.ErrNoSpace)
 	}
 	if !hasNoSpace(s.Alarms(), s.ID()) {
@@ -70,14 +70,14 @@ func TestNoSpace(t *testing.T) {
 		t.Errorf("Status errors = %v, %v; want the alarm", st.GetErrors(), err)
 	}
 	txn := &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("t"), Value: []byte("v")}}}}}
-	if _, err := s.Txn(ctx, txn); !errors.Is(err, errs.ErrNoSpace) {
+	if _, err := s.KV().Txn(ctx, txn); !errors.Is(err, errs.ErrNoSpace) {
 		t.Errorf("Txn with a put under NOSPACE = %v, want %v", err, errs.ErrNoSpace)
 	}
 	// Freeing space stays possible.
-	if _, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k")}); err != nil {
+	if _, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k")}); err != nil {
 		t.Errorf("DeleteRange under NOSPACE: %v", err)
 	}
-	if _, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {
+	if _, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k")}); err != nil {
 		t.Errorf("Range under NOSPACE: %v", err)
 	}
 
@@ -112,7 +112,7 @@ func TestCompact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			resp, err := s.Compact(ctx, &pb.CompactionRequest{Revision: tt.rev, Physical: tt.physical})
+			resp, err := s.KV().Compact(ctx, &pb.CompactionRequest{Revision: tt.rev, Physical: tt.physical})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Compact(%d) = %v, want %v", tt.rev, err, tt.wantErr)
 			}
@@ -122,10 +122,10 @@ func TestCompact(t *testing.T) {
 			if h := resp.GetHeader(); h.GetRevision() != cur || h.GetMemberId() != s.ID() {
 				t.Errorf("header = %v", h)
 			}
-			if _, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k"), Revision: tt.rev - 1}); !errors.Is(err, errs.ErrCompacted) {
+			if _, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k"), Revision: tt.rev - 1}); !errors.Is(err, errs.ErrCompacted) {
 				t.Errorf("Range below the compaction = %v, want %v", err, errs.ErrCompacted)
 			}
-			rr, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k"), Revision: tt.rev})
+			rr, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k"), Revision: tt.rev})
 			if err != nil || len(rr.GetKvs()) != 1 || rr.GetKvs()[0].GetModRevision() != tt.rev {
 				t.Errorf("Range at the compaction = %v, %v", rr.GetKvs(), err)
 			}
@@ -141,7 +141,7 @@ func TestDefragmentKeepsData(t *testing.T) {
 	s := startServer(t, testConfig(t.TempDir()))
 	writeHistory(t, s, 100)
 	// Leave free pages behind so defrag has something to do.
-	if _, err := s.DeleteRange(testCtx(t), &pb.DeleteRangeRequest{Key: []byte(key(0)), RangeEnd: []byte(key(9))}); err != nil {
+	if _, err := s.KV().DeleteRange(testCtx(t), &pb.DeleteRangeRequest{Key: []byte(key(0)), RangeEnd: []byte(key(9))}); err != nil {
 		t.Fatal(err)
 	}
 	want := readState(t, s)

@@ -8,56 +8,56 @@ import (
 // the constant ones.
 func (s *Server) exportMetrics() {
 	metrics.SetServerID(s.id)
-	metrics.QuotaBackendBytes.Set(float64(s.quotaBytes()))
+	metrics.QuotaBackendBytes.Set(float64(s.stores.quotaBytes()))
 	metrics.ProposalsApplied.Set(float64(s.appliedIndex.Load()))
-	metrics.SetLearner(s.isLearner.Load())
-	metrics.SetSource(metricsSource{s})
+	metrics.SetLearner(s.raftView.isLearner())
+	metrics.SetSource(metricsSource{stores: s.stores, versions: s.versions})
 }
 
-func (s *Server) quotaBytes() int64 {
-	if !s.rlockStores() {
+// metricsSource reads the store figures for a scrape, each under the store
+// lock.
+type metricsSource struct {
+	stores   *stores
+	versions interface{ clusterVersion() string }
+}
+
+func (m metricsSource) read(f func(st *stores) int64) int64 {
+	if !m.stores.rlock() {
 		return 0
 	}
-	defer s.storeMu.RUnlock()
-	return s.applier.QuotaBytes()
+	defer m.stores.mu.RUnlock()
+	return f(m.stores)
 }
 
-// metricsSource reads the store figures for a scrape.
-type metricsSource struct{ s *Server }
-
-func (m metricsSource) read(f func(s *Server) int64) int64 {
-	if !m.s.rlockStores() {
-		return 0
-	}
-	defer m.s.storeMu.RUnlock()
-	return f(m.s)
+func (m metricsSource) DBSize() int64 {
+	return m.read(func(st *stores) int64 { return st.be.Size() })
 }
-
-func (m metricsSource) DBSize() int64 { return m.read(func(s *Server) int64 { return s.be.Size() }) }
 func (m metricsSource) DBSizeInUse() int64 {
-	return m.read(func(s *Server) int64 { return s.be.SizeInUse() })
+	return m.read(func(st *stores) int64 { return st.be.SizeInUse() })
 }
-func (m metricsSource) Rev() int64 { return m.read(func(s *Server) int64 { return s.kv.Rev() }) }
+func (m metricsSource) Rev() int64 { return m.read(func(st *stores) int64 { return st.kv.Rev() }) }
 func (m metricsSource) CompactRev() int64 {
-	return m.read(func(s *Server) int64 { return s.kv.CompactRev() })
+	return m.read(func(st *stores) int64 { return st.kv.CompactRev() })
 }
 func (m metricsSource) Keys() int {
-	return int(m.read(func(s *Server) int64 { return int64(s.kv.KeyCount()) }))
+	return int(m.read(func(st *stores) int64 { return int64(st.kv.KeyCount()) }))
 }
 
 func (m metricsSource) WatchBacklog() (slowWatchers, pendingEvents int) {
-	if !m.s.rlockStores() {
+	if !m.stores.rlock() {
 		return 0, 0
 	}
-	defer m.s.storeMu.RUnlock()
-	return m.s.kv.WatchBacklog()
+	defer m.stores.mu.RUnlock()
+	return m.stores.kv.WatchBacklog()
 }
 
-func (m metricsSource) ClusterVersion() string { return m.s.versions.clusterVersion() }
+func (m metricsSource) ClusterVersion() string { return m.versions.clusterVersion() }
 
+// AuthRevision needs no store lock: the auth store outlives the stores and
+// guards itself.
 func (m metricsSource) AuthRevision() uint64 {
-	if m.s.authStore == nil {
+	if m.stores.auth == nil {
 		return 0
 	}
-	return m.s.authStore.Revision()
+	return m.stores.auth.Revision()
 }

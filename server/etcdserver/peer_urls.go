@@ -45,11 +45,3 @@ func (c *peerURLCache) get(id uint64, load func(uint64) []string) []string {
 	c.mu.Unlock()
 	return urls
 }
-
-// memberPeerURLs loads a member's peer URLs from the members bucket.
-func (s *Server) memberPeerURLs(id uint64) []string {
-	if m := memberByID(s.members(), id); m != nil {
-		return m.PeerURLs
-	}
-	return nil
-}

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cairnkv/cairn/pkg/idutil"
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/membership"
@@ -30,32 +35,94 @@ func exceedsApplyBacklog(committed, applied uint64, r *pb.InternalRaftRequest, p
 	return !(priority && r.GetLeaseRevoke() != nil && committed <= applied+2*maxApplyBacklog)
 }
 
+// proposeNode is the raft node's part in proposing (*raftnode.Node).
+type proposeNode interface {
+	Committed() uint64
+	Propose(ctx context.Context, deadline time.Time, data []byte, onDrop func(error))
+	ProposeConfChange(ctx context.Context, cc raftpb.ConfChangeI) error
+	Leader() uint64
+	LeaderElectedAt() time.Time
+	Status() (raft.Status, error)
+}
+
+// peerLinks tells since when the connection to a peer is up (zero while
+// it is down) (*peer.Transport).
+type peerLinks interface {
+	ActiveSince(id uint64) time.Time
+}
+
+// proposalStamper puts the sender of ctx into a proposal's header (the
+// member's authGate).
+type proposalStamper interface {
+	stampAuth(ctx context.Context, r *pb.InternalRaftRequest) error
+}
+
+// proposeLimits is the part of the member's configuration proposing uses.
+type proposeLimits struct {
+	request         time.Duration // how long a proposal may wait (Config.requestTimeout)
+	electionWindow  time.Duration // two election timeouts: a leader change this recent explains a timeout
+	maxRequestBytes uint          // --max-request-bytes
+	priority        bool          // the PriorityRequest feature gate
+}
+
+// proposer sends the member's requests and conf changes through raft and
+// hands each caller the result the apply loop reports for its ID. It owns
+// the waits (proposals) and the requests not yet applied (local), and
+// explains a proposal that timed out as etcd does.
+type proposer struct {
+	self      uint64
+	node      proposeNode // set once the node exists, before the member starts
+	links     peerLinks   // likewise
+	stamp     proposalStamper
+	applied   *atomic.Uint64 // the member's applied index
+	ids       *idutil.Generator
+	proposals *wait.Registry
+	local     *localRequests // proposed here, not yet applied
+	limits    proposeLimits
+	stop      <-chan struct{}
+	lg        *zap.Logger
+}
+
+func newProposer(self uint64, c *Config, stamp proposalStamper, applied *atomic.Uint64, ids *idutil.Generator, stop <-chan struct{}) *proposer {
+	return &proposer{self: self, stamp: stamp, applied: applied, ids: ids, stop: stop, lg: c.Logger,
+		proposals: wait.NewRegistry(), local: newLocalRequests(),
+		limits: proposeLimits{request: c.requestTimeout(), electionWindow: 2 * time.Duration(c.ElectionTicks) * c.tickInterval(),
+			maxRequestBytes: c.MaxRequestBytes, priority: c.PriorityRequests}}
+}
+
+// answer wakes the caller waiting for proposal id with x (an
+// *apply.Result, a member list, an error, or nil: stopped).
+func (p *proposer) answer(id uint64, x any) { p.proposals.Trigger(id, x) }
+
+// stopAll wakes every waiting caller with "stopped".
+func (p *proposer) stopAll() { p.proposals.TriggerAll(nil) }
+
 // propose sends r through raft and waits for its apply result.
-func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *apply.Result, err error) {
+func (p *proposer) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *apply.Result, err error) {
 	select {
-	case <-s.stopc: // a non-blocking look costs no lock
+	case <-p.stop: // a non-blocking look costs no lock
 		return nil, errs.ErrStopped
 	default:
 	}
-	if exceedsApplyBacklog(s.node.Committed(), s.appliedIndex.Load(), r, s.cfg.PriorityRequests) {
+	if exceedsApplyBacklog(p.node.Committed(), p.applied.Load(), r, p.limits.priority) {
 		return nil, errs.ErrTooManyRequests
 	}
-	id := s.reqIDs.Next()
+	id := p.ids.Next()
 	r.Header = &pb.RequestHeader{ID: id}
-	if err := s.gate.stampAuth(ctx, r); err != nil {
+	if err := p.stamp.stampAuth(ctx, r); err != nil {
 		return nil, err
 	}
 	data, err := proto.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > int(s.cfg.MaxRequestBytes) {
+	if len(data) > int(p.limits.maxRequestBytes) {
 		return nil, errs.ErrRequestTooLarge
 	}
-	resultc := s.proposals.Register(id)
+	resultc := p.proposals.Register(id)
 	// r does not change from here on; apply may use it instead of data.
-	s.localReqs.add(id, r)
-	defer s.localReqs.take(id)
+	p.local.add(id, r)
+	defer p.local.take(id)
 	metrics.ProposalsPending.Inc()
 	proposed := time.Now()
 	defer func() {
@@ -67,9 +134,9 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 		}
 	}()
 	start := time.Now()
-	timeout := getTimer(s.cfg.requestTimeout())
+	timeout := getTimer(p.limits.request)
 	defer putTimer(timeout)
-	s.node.Propose(ctx, start.Add(s.cfg.requestTimeout()), data, func(err error) { s.proposals.Trigger(id, err) })
+	p.node.Propose(ctx, start.Add(p.limits.request), data, func(err error) { p.proposals.Trigger(id, err) })
 	select {
 	case x := <-resultc:
 		switch res := x.(type) {
@@ -77,21 +144,35 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 			return res, nil
 		case error: // raft dropped the proposal, or its wait for a leader ended
 			if errors.Is(res, context.DeadlineExceeded) || errors.Is(res, context.Canceled) {
-				return nil, s.timeoutError(ctx, start)
+				return nil, p.timeoutError(ctx, start)
 			}
 			return nil, proposeDropped(res)
 		}
 		return nil, errs.ErrStopped
 	case <-timeout.C:
-		s.proposals.Trigger(id, nil)
-		return nil, s.timeoutError(ctx, start)
+		p.proposals.Trigger(id, nil)
+		return nil, p.timeoutError(ctx, start)
 	case <-ctx.Done():
-		s.proposals.Trigger(id, nil)
-		return nil, s.timeoutError(ctx, start)
+		p.proposals.Trigger(id, nil)
+		return nil, p.timeoutError(ctx, start)
 	}
 	// No case on stopc: with hundreds of waiters, a shared channel in every
 	// select is a lock they all contend on. Stop releases them instead
 	// (proposals.TriggerAll), which arrives as a nil result.
+}
+
+// raiseNoSpaceThenAnswer raises the NOSPACE alarm through raft for a write
+// that was applied but took the backend over its quota, and only then
+// answers its proposer, as etcd does.
+func (p *proposer) raiseNoSpaceThenAnswer(id uint64, result *apply.Result, quotaBytes int64) {
+	p.lg.Warn("message exceeded backend quota; raising alarm", zap.Int64("quota-size-bytes", quotaBytes))
+	ctx, cancel := context.WithTimeout(context.Background(), p.limits.request)
+	defer cancel()
+	alarm := &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: p.self, Alarm: pb.AlarmType_NOSPACE}
+	if _, err := p.propose(ctx, &pb.InternalRaftRequest{Alarm: alarm}); err != nil {
+		p.lg.Warn("failed to raise NOSPACE alarm", zap.Error(err))
+	}
+	p.answer(id, result)
 }
 
 // timerPool holds stopped timers: a proposal's wait reuses one instead of
@@ -132,23 +213,22 @@ func proposeError(ctx context.Context, err error) error {
 // timeoutError explains a proposal that was not applied in time, as etcd
 // does: the leader changed meanwhile, or this member lost its connection to
 // the leader (or, as leader, to a quorum), or plainly timed out.
-func (s *Server) timeoutError(ctx context.Context, start time.Time) error {
+func (p *proposer) timeoutError(ctx context.Context, start time.Time) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return errs.ErrCanceled
 	}
-	elected := s.node.LeaderElectedAt()
-	electionWindow := 2 * time.Duration(s.cfg.ElectionTicks) * s.cfg.tickInterval()
-	if start.Before(elected) && start.After(elected.Add(-electionWindow)) {
+	elected := p.node.LeaderElectedAt()
+	if start.Before(elected) && start.After(elected.Add(-p.limits.electionWindow)) {
 		return errs.ErrTimeoutDueToLeaderFail
 	}
-	switch lead := s.Leader(); {
+	switch lead := p.node.Leader(); {
 	case lead == 0:
-	case lead == s.id:
-		if !s.connectedToQuorumSince(start) {
+	case lead == p.self:
+		if !p.connectedToQuorumSince(start) {
 			return errs.ErrTimeoutDueToConnectionLost
 		}
 	default:
-		if since := s.transport.ActiveSince(lead); since.IsZero() || since.After(start) {
+		if since := p.links.ActiveSince(lead); since.IsZero() || since.After(start) {
 			return errs.ErrTimeoutDueToConnectionLost
 		}
 	}
@@ -157,19 +237,19 @@ func (s *Server) timeoutError(ctx context.Context, start time.Time) error {
 
 // connectedToQuorumSince reports whether this member has been connected to
 // a quorum of voters (counting itself) since t.
-func (s *Server) connectedToQuorumSince(t time.Time) bool {
-	st, err := s.node.Status()
+func (p *proposer) connectedToQuorumSince(t time.Time) bool {
+	st, err := p.node.Status()
 	if err != nil {
 		return false
 	}
 	voters := st.Config.Voters.IDs()
 	connected := 0
 	for id := range voters {
-		if id == s.id {
+		if id == p.self {
 			connected++
 			continue
 		}
-		if since := s.transport.ActiveSince(id); !since.IsZero() && !since.After(t) {
+		if since := p.links.ActiveSince(id); !since.IsZero() && !since.After(t) {
 			connected++
 		}
 	}
@@ -187,8 +267,8 @@ func proposeDropped(err error) error {
 }
 
 // proposeRequest proposes r and returns its response with a full header.
-func (s *Server) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error) {
-	res, err := s.propose(ctx, r)
+func (p *proposer) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error) {
+	res, err := p.propose(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +280,13 @@ func (s *Server) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) 
 
 // replicateConfChange proposes cc and waits until the apply loop has
 // applied it; the result is the member list after the change.
-func (s *Server) replicateConfChange(ctx context.Context, cc *raftpb.ConfChange) ([]*membership.Member, error) {
+func (p *proposer) replicateConfChange(ctx context.Context, cc *raftpb.ConfChange) ([]*membership.Member, error) {
 	id := cc.GetId()
-	resultc := s.proposals.Register(id)
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	resultc := p.proposals.Register(id)
+	cctx, cancel := context.WithTimeout(ctx, p.limits.request)
 	defer cancel()
-	if err := s.node.ProposeConfChange(cctx, cc); err != nil {
-		s.proposals.Trigger(id, nil)
+	if err := p.node.ProposeConfChange(cctx, cc); err != nil {
+		p.proposals.Trigger(id, nil)
 		return nil, proposeError(cctx, err)
 	}
 	select {
@@ -219,7 +299,7 @@ func (s *Server) replicateConfChange(ctx context.Context, cc *raftpb.ConfChange)
 		}
 		return nil, errs.ErrStopped
 	case <-cctx.Done():
-		s.proposals.Trigger(id, nil)
+		p.proposals.Trigger(id, nil)
 		return nil, proposeError(cctx, cctx.Err())
 	}
 }

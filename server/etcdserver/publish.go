@@ -43,9 +43,9 @@ type publisher struct {
 	stop      <-chan struct{}
 }
 
-func (s *Server) newPublisher() *publisher {
-	return &publisher{self: s.id, attrs: &membershippb.Attributes{Name: s.cfg.Name, ClientUrls: s.cfg.ClientURLs},
-		member: s, snapshots: &s.snapshotsInstalled, timeout: s.cfg.requestTimeout(), lg: s.lg, ready: s.readyc, stop: s.stopc}
+func newPublisher(c *Config, self uint64, member publishMember, snapshots *atomic.Uint64, ready chan<- struct{}, stop <-chan struct{}) *publisher {
+	return &publisher{self: self, attrs: &membershippb.Attributes{Name: c.Name, ClientUrls: c.ClientURLs},
+		member: member, snapshots: snapshots, timeout: c.requestTimeout(), lg: c.Logger, ready: ready, stop: stop}
 }
 
 // run publishes until it succeeds or stop.
@@ -125,36 +125,15 @@ func (p *publisher) attributesApplied(attrs *membershippb.ClusterMemberAttrSetRe
 func (s *Server) applyClusterRequest(r *pb.InternalRaftRequest) bool {
 	switch {
 	case r.GetClusterMemberAttrSet() != nil:
-		s.applyMemberAttrs(r.GetClusterMemberAttrSet())
+		s.records.applyAttrs(s.stores.be, r.GetClusterMemberAttrSet())
 	case r.GetClusterVersionSet() != nil:
-		if s.versions.applyClusterVersion(s.be, r.GetClusterVersionSet().GetVer()) {
+		if s.versions.applyClusterVersion(s.stores.be, r.GetClusterVersionSet().GetVer()) {
 			s.snapshotForced = true
 		}
 	case r.GetDowngradeInfoSet() != nil:
-		s.versions.applyDowngradeInfo(s.be, r.GetDowngradeInfoSet())
+		s.versions.applyDowngradeInfo(s.stores.be, r.GetDowngradeInfoSet())
 	default:
 		return false
 	}
 	return true
-}
-
-func (s *Server) applyMemberAttrs(req *membershippb.ClusterMemberAttrSetRequest) {
-	tx := s.be.BatchTx()
-	tx.Lock()
-	defer tx.Unlock()
-	members, err := membership.Load(tx)
-	if err != nil {
-		s.lg.Error("cannot load members", zap.Error(err))
-		return
-	}
-	for _, m := range members {
-		if m.ID == req.GetMember_ID() {
-			m.Name = req.GetMemberAttributes().GetName()
-			m.ClientURLs = req.GetMemberAttributes().GetClientUrls()
-			if err := membership.Save(tx, m); err != nil {
-				s.lg.Error("cannot save member", zap.Error(err))
-			}
-			return
-		}
-	}
 }

@@ -61,9 +61,9 @@ type readBarrier struct {
 	stop    <-chan struct{}
 }
 
-func (s *Server) newReadBarrier() *readBarrier {
+func newReadBarrier(c *Config, node readIndexer, applied appliedWaiter, ids *idutil.Generator, stop <-chan struct{}) *readBarrier {
 	return &readBarrier{next: newReadRound(), wakec: make(chan struct{}, 1),
-		node: s.node, applied: s.appliedWait, ids: s.reqIDs, timeout: s.cfg.requestTimeout(), lg: s.lg, stop: s.stopc}
+		node: node, applied: applied, ids: ids, timeout: c.requestTimeout(), lg: c.Logger, stop: stop}
 }
 
 // linearizableReadNotify returns once the member has applied everything
@@ -197,20 +197,4 @@ func (b *readBarrier) requestReadIndex(rctx []byte) error {
 		return err
 	}
 	return nil
-}
-
-// waitCommittedApplied waits until every entry committed now is applied.
-func (s *Server) waitCommittedApplied(ctx context.Context) error {
-	st, err := s.node.Status()
-	if err != nil {
-		return errs.ErrStopped
-	}
-	select {
-	case <-s.appliedWait.Wait(st.GetCommit()):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stopc:
-		return errs.ErrStopped
-	}
 }

@@ -42,7 +42,7 @@ func TestLinearizableReadsSeeAcknowledgedWrites(t *testing.T) {
 			defer writersWG.Done()
 			k := []byte(fmt.Sprintf("w%d", w))
 			for i := 1; i <= writesPerWriter; i++ {
-				resp, err := s.Put(ctx, &pb.PutRequest{Key: k, Value: []byte(strconv.Itoa(i))})
+				resp, err := s.KV().Put(ctx, &pb.PutRequest{Key: k, Value: []byte(strconv.Itoa(i))})
 				if err != nil {
 					errc <- fmt.Errorf("writer %d put %d: %w", w, i, err)
 					return
@@ -69,7 +69,7 @@ func TestLinearizableReadsSeeAcknowledgedWrites(t *testing.T) {
 				}
 				w := (r + n) % writers
 				minRev, minSeq := ackedRev.Load(), ackedSeq[w].Load()
-				resp, err := s.Range(ctx, &pb.RangeRequest{Key: []byte(fmt.Sprintf("w%d", w))})
+				resp, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte(fmt.Sprintf("w%d", w))})
 				if err != nil {
 					errc <- fmt.Errorf("reader %d: %w", r, err)
 					return
@@ -117,13 +117,13 @@ func TestConcurrentLinearizableReads(t *testing.T) {
 			defer wg.Done()
 			switch i % 3 {
 			case 0:
-				resp, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k")})
+				resp, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k")})
 				if err == nil && (len(resp.GetKvs()) != 1 || resp.GetHeader().GetRevision() < want) {
 					err = fmt.Errorf("range = %v at %d", resp.GetKvs(), resp.GetHeader().GetRevision())
 				}
 				errc <- err
 			case 1:
-				_, err := s.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("k")}}}}})
+				_, err := s.KV().Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("k")}}}}})
 				errc <- err
 			default:
 				errc <- s.LinearizableReadCheck(ctx)
@@ -190,9 +190,9 @@ func TestStopWithRequestsInFlight(t *testing.T) {
 				}
 				var err error
 				if w%2 == 0 {
-					_, err = s.Put(ctx, &pb.PutRequest{Key: []byte(fmt.Sprintf("k%d", w)), Value: []byte(strconv.Itoa(i))})
+					_, err = s.KV().Put(ctx, &pb.PutRequest{Key: []byte(fmt.Sprintf("k%d", w)), Value: []byte(strconv.Itoa(i))})
 				} else {
-					_, err = s.Range(ctx, &pb.RangeRequest{Key: []byte(fmt.Sprintf("k%d", w-1))})
+					_, err = s.KV().Range(ctx, &pb.RangeRequest{Key: []byte(fmt.Sprintf("k%d", w-1))})
 				}
 				if err != nil {
 					errc <- err
@@ -244,10 +244,13 @@ func TestRequestsAfterStop(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"linearizable range", func() error { _, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("k")}); return err }},
+		{"linearizable range", func() error { _, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("k")}); return err }},
 		{"read check", func() error { return s.LinearizableReadCheck(ctx) }},
-		{"put", func() error { _, err := s.Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")}); return err }},
-		{"delete", func() error { _, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k")}); return err }},
+		{"put", func() error {
+			_, err := s.KV().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+			return err
+		}},
+		{"delete", func() error { _, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("k")}); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

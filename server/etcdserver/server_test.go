@@ -32,7 +32,7 @@ func TestPutRangeRoundTrip(t *testing.T) {
 	if put.GetHeader().GetRevision() < 2 {
 		t.Fatalf("put revision = %d, want >= 2", put.GetHeader().GetRevision())
 	}
-	rr, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("foo")})
+	rr, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("foo")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,20 +48,20 @@ func TestPutRangeRoundTrip(t *testing.T) {
 	}
 
 	// Serializable reads and read-only txns see the applied write too.
-	sr, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("foo"), Serializable: true})
+	sr, err := s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("foo"), Serializable: true})
 	if err != nil || len(sr.GetKvs()) != 1 {
 		t.Fatalf("serializable Range = %v, %v", sr.GetKvs(), err)
 	}
-	tr, err := s.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("foo")}}}}})
+	tr, err := s.KV().Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("foo")}}}}})
 	if err != nil || !tr.GetSucceeded() || len(tr.GetResponses()) != 1 {
 		t.Fatalf("read-only Txn = %v, %v", tr, err)
 	}
 
-	dr, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("foo")})
+	dr, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("foo")})
 	if err != nil || dr.GetDeleted() != 1 {
 		t.Fatalf("DeleteRange = %v, %v", dr, err)
 	}
-	rr, err = s.Range(ctx, &pb.RangeRequest{Key: []byte("foo")})
+	rr, err = s.KV().Range(ctx, &pb.RangeRequest{Key: []byte("foo")})
 	if err != nil || len(rr.GetKvs()) != 0 {
 		t.Fatalf("Range after delete = %v, %v", rr.GetKvs(), err)
 	}
@@ -156,7 +156,7 @@ func writeHistory(t *testing.T, s *Server, n int) {
 	for i := range n {
 		mustPut(t, s, key(i%17), strings.Repeat("v", i%5)+key(i))
 	}
-	if _, err := s.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte(key(3))}); err != nil {
+	if _, err := s.KV().DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte(key(3))}); err != nil {
 		t.Fatal(err)
 	}
 	txn := &pb.TxnRequest{
@@ -164,7 +164,7 @@ func writeHistory(t *testing.T, s *Server, n int) {
 			TargetUnion: &pb.Compare_Version{Version: 0}}},
 		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("txn"), Value: []byte("ok")}}}},
 	}
-	if tr, err := s.Txn(ctx, txn); err != nil || !tr.GetSucceeded() {
+	if tr, err := s.KV().Txn(ctx, txn); err != nil || !tr.GetSucceeded() {
 		t.Fatalf("Txn = %v, %v", tr, err)
 	}
 }
@@ -301,11 +301,11 @@ func TestCompactionTuningReachesStore(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.CompactionBatchLimit, cfg.CompactionSleepInterval = 7, 3*time.Millisecond
 	s := startServer(t, cfg)
-	if got := s.kv.Config(); got.CompactionBatchLimit != 7 || got.CompactionSleepInterval != 3*time.Millisecond {
+	if got := s.stores.kv.Config(); got.CompactionBatchLimit != 7 || got.CompactionSleepInterval != 3*time.Millisecond {
 		t.Fatalf("store config %+v, want batch limit 7 and sleep 3ms", got)
 	}
 	d := startServer(t, testConfig(t.TempDir()))
-	if got := d.kv.Config(); got.CompactionBatchLimit != 1000 || got.CompactionSleepInterval != 10*time.Millisecond {
+	if got := d.stores.kv.Config(); got.CompactionBatchLimit != 1000 || got.CompactionSleepInterval != 10*time.Millisecond {
 		t.Fatalf("default store config %+v, want etcd's 1000 and 10ms", got)
 	}
 }

@@ -1,12 +1,8 @@
 package etcdserver
 
 import (
-	"context"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-
-	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
 
@@ -59,28 +55,4 @@ func (w *watchStreams) closeAll() {
 	for ws := range open {
 		ws.WatchStream.Close()
 	}
-}
-
-// NewWatchStream opens a watch stream on the member's store. It is closed
-// by the member when the store is replaced or the member stops.
-func (s *Server) NewWatchStream() (mvcc.WatchStream, error) {
-	if !s.rlockStores() {
-		return nil, errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	return s.watches.add(s.kv.NewWatchStream()), nil
-}
-
-// KeyAt returns key's KeyValue at revision rev, nil if the key did not
-// exist then; errs.ErrCompacted if rev is compacted.
-func (s *Server) KeyAt(ctx context.Context, key []byte, rev int64) (*mvccpb.KeyValue, error) {
-	if !s.rlockStores() {
-		return nil, errs.ErrStopped
-	}
-	defer s.storeMu.RUnlock()
-	res, err := s.kv.Range(ctx, key, nil, mvcc.RangeOptions{Rev: rev, Limit: 1})
-	if err != nil || len(res.KVs) == 0 {
-		return nil, err
-	}
-	return res.KVs[0], nil
 }

@@ -51,8 +51,8 @@ type AuthGate interface {
 	RequireAuthInfo(ctx context.Context) error
 }
 
-// WatchPermitter is implemented by a member with auth: may the sender of
-// ctx watch [key, end)?
+// WatchPermitter is implemented by a WatchServer with auth: may the sender
+// of ctx watch [key, end)?
 type WatchPermitter interface {
 	IsWatchPermitted(ctx context.Context, key, end []byte) error
 }

@@ -23,7 +23,7 @@ func TestOfficialClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := NewServer(f, Config{Maintenance: f})
+	gs := NewServer(f, Config{KV: f, Maintenance: f})
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
 	defer func() { gs.Stop(); <-served }()

@@ -6,24 +6,36 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
+// KVServer is what the KV service needs from a member
+// (etcdserver.KVService); Config.KV names it, and without it the service
+// is not registered.
+type KVServer interface {
+	Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
+	Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error)
+	DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
+	Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error)
+	Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error)
+}
+
 // kvServer serves etcd's KV service. Errors go back unmapped: the error
 // interceptor maps them.
 type kvServer struct {
 	pb.UnimplementedKVServer
-	s               Server
+	s               Server   // the headers
+	kv              KVServer // the requests
 	maxTxnOps       int
 	maxRequestBytes int // paces RangeStream's target-sorted pages, as etcd's
 }
 
-func newKVServer(s Server, maxTxnOps, maxRequestBytes int) *kvServer {
-	return &kvServer{s: s, maxTxnOps: maxTxnOps, maxRequestBytes: maxRequestBytes}
+func newKVServer(s Server, kv KVServer, maxTxnOps, maxRequestBytes int) *kvServer {
+	return &kvServer{s: s, kv: kv, maxTxnOps: maxTxnOps, maxRequestBytes: maxRequestBytes}
 }
 
 func (ks *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	if err := rangeFlaws(r); err != nil {
 		return nil, err
 	}
-	resp, err := ks.s.Range(ctx, r)
+	resp, err := ks.kv.Range(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +47,7 @@ func (ks *kvServer) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse,
 	if err := putFlaws(r); err != nil {
 		return nil, err
 	}
-	resp, err := ks.s.Put(ctx, r)
+	resp, err := ks.kv.Put(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +59,7 @@ func (ks *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (
 	if err := deleteFlaws(r); err != nil {
 		return nil, err
 	}
-	resp, err := ks.s.DeleteRange(ctx, r)
+	resp, err := ks.kv.DeleteRange(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +74,7 @@ func (ks *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse,
 	if err := checkTxnDuplicates(r); err != nil {
 		return nil, err
 	}
-	resp, err := ks.s.Txn(ctx, r)
+	resp, err := ks.kv.Txn(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +83,7 @@ func (ks *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse,
 }
 
 func (ks *kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
-	resp, err := ks.s.Compact(ctx, r)
+	resp, err := ks.kv.Compact(ctx, r)
 	if err != nil {
 		return nil, err
 	}

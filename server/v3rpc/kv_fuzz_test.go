@@ -108,7 +108,8 @@ func newKVFixture(t *testing.T, compact bool) *kvFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &kvFixture{ks: newKVServer(&storeServer{fakeServer: newFakeServer(), a: a}, fuzzMaxTxnOps, DefaultMaxRequestBytes), kv: kv, model: newKVModel(fuzzLease)}
+	ss := &storeServer{fakeServer: newFakeServer(), a: a}
+	f := &kvFixture{ks: newKVServer(ss, ss, fuzzMaxTxnOps, DefaultMaxRequestBytes), kv: kv, model: newKVModel(fuzzLease)}
 	for _, r := range seedHistory {
 		if res := a.Apply(context.Background(), r); res.Err != nil {
 			t.Fatal(res.Err)

@@ -31,6 +31,9 @@ func serveFake(t *testing.T, f *fakeServer, cfg Config) *testClients {
 	if cfg.Maintenance == nil {
 		cfg.Maintenance = f
 	}
+	if cfg.KV == nil {
+		cfg.KV = f
+	}
 	gs := NewServer(f, cfg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()

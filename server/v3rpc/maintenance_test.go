@@ -158,7 +158,7 @@ func TestSnapshotWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := failingSnapshotServer{newFakeServer()}
-	gs := NewServer(fs, Config{Maintenance: fs})
+	gs := NewServer(fs, Config{KV: fs, Maintenance: fs})
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
 	defer func() { gs.Stop(); <-served }()

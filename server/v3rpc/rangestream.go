@@ -66,16 +66,17 @@ func (ks *kvServer) RangeStream(r *pb.RangeRequest, stream grpc.ServerStreamingS
 		return send(resp)
 	}
 	if r.SortOrder == pb.RangeRequest_NONE && r.SortTarget != pb.RangeRequest_KEY {
-		sp := &sortedPager{s: ks.s, send: send, targetBytes: ks.maxRequestBytes}
+		sp := &sortedPager{s: ks.s, kv: ks.kv, send: send, targetBytes: ks.maxRequestBytes}
 		return sp.run(stream.Context(), r)
 	}
-	rs := &rangeStreamer{s: ks.s, send: send, limit: max(0, r.Limit), pageKVs: rangeStreamFirstPageKVs}
+	rs := &rangeStreamer{s: ks.s, kv: ks.kv, send: send, limit: max(0, r.Limit), pageKVs: rangeStreamFirstPageKVs}
 	return rs.run(stream.Context(), r)
 }
 
 // rangeStreamer pages through one RangeStream.
 type rangeStreamer struct {
-	s    Server
+	s    Server   // the headers
+	kv   KVServer // the pages
 	send func(*pb.RangeResponse) error
 
 	limit   int64 // the client's limit, 0 for none
@@ -87,7 +88,7 @@ func (rs *rangeStreamer) run(ctx context.Context, r *pb.RangeRequest) error {
 	page := proto.Clone(r).(*pb.RangeRequest)
 	page.SortOrder, page.SortTarget = pb.RangeRequest_NONE, pb.RangeRequest_KEY
 	page.Limit = rs.nextPageLimit()
-	first, err := rs.s.Range(ctx, page)
+	first, err := rs.kv.Range(ctx, page)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (rs *rangeStreamer) run(ctx context.Context, r *pb.RangeRequest) error {
 		}
 		page.Key = keyAfter(resp.Kvs[len(resp.Kvs)-1].Key)
 		page.Limit = rs.nextPageLimit()
-		if resp, err = rs.s.Range(ctx, page); err != nil {
+		if resp, err = rs.kv.Range(ctx, page); err != nil {
 			return err
 		}
 	}

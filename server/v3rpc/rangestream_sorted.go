@@ -24,7 +24,8 @@ const sortedFirstPageKVs = 10
 
 // sortedPager streams one target-sorted RangeStream.
 type sortedPager struct {
-	s           Server
+	s           Server   // the headers
+	kv          KVServer // the pages
 	send        func(*pb.RangeResponse) error
 	targetBytes int // --max-request-bytes
 }
@@ -41,7 +42,7 @@ func (sp *sortedPager) run(ctx context.Context, r *pb.RangeRequest) error {
 		header *pb.ResponseHeader
 	)
 	for {
-		resp, err := sp.s.Range(ctx, page)
+		resp, err := sp.kv.Range(ctx, page)
 		if err != nil {
 			return err
 		}
@@ -80,7 +81,7 @@ func (sp *sortedPager) close(ctx context.Context, chunk *pb.RangeResponse, page 
 		Key: keyAfter(resp.Kvs[len(resp.Kvs)-1].Key), RangeEnd: page.RangeEnd,
 		Revision: page.Revision, Serializable: true, CountOnly: true,
 	}
-	cr, err := sp.s.Range(ctx, rest)
+	cr, err := sp.kv.Range(ctx, rest)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@
 package v3rpc
 
 import (
-	"context"
 	"math"
 	"runtime"
 	"time"
@@ -24,15 +23,11 @@ import (
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
-// Server is what the gRPC layer needs from a member (server/etcdserver
-// implements it). Errors are server/errs sentinels, gRPC statuses or context
-// errors; the layer maps them to etcd's gRPC statuses.
+// Server is what the gRPC layer needs from the member itself
+// (server/etcdserver implements it); the services come through Config.
+// Errors are server/errs sentinels, gRPC statuses or context errors; the
+// layer maps them to etcd's gRPC statuses.
 type Server interface {
-	Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
-	Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error)
-	DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
-	Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error)
-	Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error)
 	// Header returns cluster id, member id, current revision and raft term,
 	// for responses the layer builds itself.
 	Header() *pb.ResponseHeader
@@ -69,6 +64,10 @@ type Config struct {
 	// unary requests slower than this are logged with their stats (0 means
 	// etcd's 300ms).
 	WarningUnaryRequestDuration time.Duration
+	// KV serves the KV service; nil leaves it unregistered.
+	KV KVServer
+	// Watch serves the Watch service; nil leaves it unregistered.
+	Watch WatchServer
 	// Auth serves the Auth service; nil leaves it unregistered (a client
 	// then gets Unimplemented, as from a server without auth).
 	Auth AuthServer
@@ -104,8 +103,8 @@ const (
 	DefaultMaxTxnOps       = 128
 )
 
-// NewServer returns a gRPC server with etcd's KV service, the services cfg
-// provides (Maintenance, Lease, Cluster, Auth) and the "grpc.health.v1"
+// NewServer returns a gRPC server with the services cfg provides (KV,
+// Watch, Maintenance, Lease, Cluster, Auth) and the "grpc.health.v1"
 // health service (reporting SERVING) registered. The caller serves it (see
 // server/httpapi.Serve) and stops it.
 func NewServer(s Server, cfg Config) *grpc.Server {
@@ -186,10 +185,12 @@ func memberOptions(s Server, cfg Config) []grpc.ServerOption {
 	return opts
 }
 
-// registerServices registers KV and health always, and the services the
-// member (or cfg) provides.
+// registerServices registers health always, and the services cfg
+// provides.
 func registerServices(gs *grpc.Server, s Server, cfg Config) {
-	pb.RegisterKVServer(gs, newKVServer(s, int(min(cfg.MaxTxnOps, math.MaxInt32)), int(min(cfg.MaxRequestBytes, math.MaxInt32))))
+	if cfg.KV != nil {
+		pb.RegisterKVServer(gs, newKVServer(s, cfg.KV, int(min(cfg.MaxTxnOps, math.MaxInt32)), int(min(cfg.MaxRequestBytes, math.MaxInt32))))
+	}
 	hs := health.NewServer()
 	hn := newHealthNotifier(hs, cfg.Logger, cfg.StopGRPCServiceOnDefrag)
 	if cfg.Maintenance != nil {
@@ -204,8 +205,8 @@ func registerServices(gs *grpc.Server, s Server, cfg Config) {
 	if cfg.Cluster != nil {
 		pb.RegisterClusterServer(gs, &clusterServer{s: s, cs: cfg.Cluster})
 	}
-	if ws, ok := s.(WatchServer); ok {
-		pb.RegisterWatchServer(gs, newWatchServer(s, ws, cfg, cfg.Logger))
+	if cfg.Watch != nil {
+		pb.RegisterWatchServer(gs, newWatchServer(s, cfg.Watch, cfg, cfg.Logger))
 	}
 	if cfg.Auth != nil {
 		pb.RegisterAuthServer(gs, &authServer{s: s, as: cfg.Auth})

@@ -30,8 +30,9 @@ import (
 // errWatchStoreClosed, codes.Unavailable, on which etcd's client opens a new
 // stream and resumes every watcher after the last revision it received.
 
-// WatchServer is what the Watch service needs from a member. A member that
-// implements it (server/etcdserver does) gets the service registered.
+// WatchServer is what the Watch service needs from a member
+// (etcdserver.KVService); Config.Watch names it, and without it the service
+// is not registered.
 type WatchServer interface {
 	// NewWatchStream opens a watch stream on the member's store. The member
 	// closes it (its Chan closes) when the store is replaced or closed.

@@ -78,6 +78,12 @@ func serveServer(t *testing.T, s Server, cfg Config) *grpc.ClientConn {
 	if m, ok := s.(MaintenanceServer); ok && cfg.Maintenance == nil {
 		cfg.Maintenance = m
 	}
+	if kv, ok := s.(KVServer); ok && cfg.KV == nil {
+		cfg.KV = kv
+	}
+	if ws, ok := s.(WatchServer); ok && cfg.Watch == nil {
+		cfg.Watch = ws
+	}
 	gs := NewServer(s, cfg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
