@@ -127,7 +127,7 @@ func (mg *migration) replace(t *testing.T, old int, bin, dataDir string, load *s
 	m.start()
 
 	// 3. Promote once it has caught up.
-	mg.runUntil(t, env, sub.command(t, mg.guide.promote), errNotInSync, errUnhealthy)
+	mg.runUntil(t, env, sub.command(t, mg.guide.promote), errNotInSync)
 	c.clients = append(c.clients, m.client(t))
 	var newID uint64
 	if _, err := fmt.Sscanf(id, "%x", &newID); err != nil {
