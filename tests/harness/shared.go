@@ -25,8 +25,19 @@ type sharedMember struct {
 // StartShared starts bin as the member f describes (defaults as
 // NewMember's), for a setup of Main. Main stops it after the tests, fails
 // the run if it did not exit cleanly, and shows the end of its log if the
-// run failed.
+// run failed. A start that lost a port the harness picked (see
+// LostPortRace) is retried on fresh ones.
 func StartShared(bin string, f Flags) (*Member, error) {
+	picked := f.ClientURL == "" && f.PeerURL == ""
+	for attempt := 1; ; attempt++ {
+		m, err := startShared(bin, f)
+		if err == nil || attempt == 5 || !picked || m == nil || !m.LostPortRace() {
+			return m, err
+		}
+	}
+}
+
+func startShared(bin string, f Flags) (*Member, error) {
 	dir, err := os.MkdirTemp("", "cairn-shared-")
 	if err != nil {
 		return nil, err
@@ -40,7 +51,7 @@ func StartShared(bin string, f Flags) (*Member, error) {
 	shared = append(shared, &sharedMember{Member: m, dir: dir})
 	sharedMu.Unlock()
 	if err := m.Start(); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, m.LogTail(20))
+		return m, fmt.Errorf("%w\n%s", err, m.LogTail(20))
 	}
 	return m, nil
 }

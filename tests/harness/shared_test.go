@@ -62,3 +62,19 @@ func TestSharedMemberThatDoesNotStart(t *testing.T) {
 		t.Errorf("exit code %d", code)
 	}
 }
+
+func TestSharedMemberRetriedAfterALostPort(t *testing.T) {
+	tried := filepath.Join(t.TempDir(), "tried")
+	bin := fakeBinary(t, "if [ ! -e "+tried+" ]; then touch "+tried+"; echo 'bind: address already in use' >&2; exit 1; fi; "+
+		"trap 'exit 0' TERM; echo '"+ReadyLine+"'; while :; do sleep 0.05; done")
+	m, err := StartShared(bin, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Running() {
+		t.Fatal("the second start is not running")
+	}
+	if code := stopShared(0); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}

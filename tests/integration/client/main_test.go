@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +45,28 @@ func startCluster(t *testing.T, n int, extra ...string) []*harness.Member {
 
 // startClusterVia is startCluster where member i advertises advertise(i,
 // listen) as its peer URL while listening on listen (nil: the listen URL),
-// so that peer traffic can pass through a test proxy. The members are
-// launched together, since none is ready before a quorum is up.
+// so that peer traffic can pass through a test proxy. A start that lost a
+// port to another process (tests of other packages run at the same time)
+// is retried on fresh ports.
 func startClusterVia(t *testing.T, n int, advertise func(i int, listen string) string, extra ...string) []*harness.Member {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ms, err := tryStartCluster(t, n, advertise, extra)
+		if err == nil {
+			return ms
+		}
+		if attempt == 5 || !slices.ContainsFunc(ms, (*harness.Member).LostPortRace) {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			m.Kill()
+		}
+	}
+}
+
+// tryStartCluster starts n members on fresh ports. They are launched
+// together, since none is ready before a quorum is up.
+func tryStartCluster(t *testing.T, n int, advertise func(i int, listen string) string, extra []string) ([]*harness.Member, error) {
 	names := harness.Names(n)
 	flags := make([]harness.Flags, n)
 	advertised := make([]string, n)
@@ -68,10 +87,7 @@ func startClusterVia(t *testing.T, n int, advertise func(i int, listen string) s
 		ms[i] = harness.NewMember(t, cairnBin, f)
 		procs[i] = ms[i].Process
 	}
-	if err := harness.StartAll(procs...); err != nil {
-		t.Fatal(err)
-	}
-	return ms
+	return ms, harness.StartAll(procs...)
 }
 
 func startMember(t *testing.T) *harness.Member { return startCluster(t, 1)[0] }
