@@ -26,8 +26,8 @@ type healthState struct {
 // usable picks the endpoints that should take requests: those that answer,
 // are voters, know a leader and whose raft index did not stall while the
 // cluster's advanced. A member cut off from the quorum still answers
-// pings, so only these signals reveal it. When nothing qualifies every
-// endpoint stays, so that the client degrades to plain round robin.
+// pings, so only these signals reveal it. When nothing qualifies the
+// client degrades to plain round robin (see fallback).
 func (hs *healthState) usable(eps []endpoint, health map[string]memberHealth) []endpoint {
 	var maxIndex uint64
 	for _, h := range health {
@@ -45,6 +45,26 @@ func (hs *healthState) usable(eps []endpoint, health map[string]memberHealth) []
 	hs.prevIndex, hs.prevMax = map[string]uint64{}, maxIndex
 	for raw, h := range health {
 		hs.prevIndex[raw] = h.index
+	}
+	if len(out) == 0 {
+		return fallback(eps, health)
+	}
+	return out
+}
+
+// fallback is what takes requests when no endpoint qualifies: the cluster
+// is down or leaderless, or the checks timed out (on a loaded machine a
+// check, which dials, may outlast its interval everywhere at once). What
+// did not answer or looked stalled may be fine, so it stays; what answered
+// as a learner or without a leader refuses requests whatever the others'
+// state, so it stays out unless nothing else is left.
+func fallback(eps []endpoint, health map[string]memberHealth) []endpoint {
+	var out []endpoint
+	for _, ep := range eps {
+		h := health[ep.raw]
+		if !h.ok || (!h.learner && h.hasLeader) {
+			out = append(out, ep)
+		}
 	}
 	if len(out) == 0 {
 		return eps

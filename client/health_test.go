@@ -43,6 +43,21 @@ func TestUsableEndpoints(t *testing.T) {
 		"a:1": advanced, "b:1": advanced, "c:1": advanced,
 	}, "a:1,b:1,c:1")
 	check("nothing usable keeps every endpoint", map[string]memberHealth{}, "a:1,b:1,c:1")
+	learner := memberHealth{ok: true, learner: true, hasLeader: true, index: 30}
+	leaderless := memberHealth{ok: true, index: 30}
+	check("checks timed out: a learner stays out", map[string]memberHealth{
+		"a:1": learner, "b:1": {}, "c:1": {},
+	}, "b:1,c:1")
+	check("checks timed out: a leaderless member stays out", map[string]memberHealth{
+		"a:1": leaderless, "b:1": {}, "c:1": {},
+	}, "b:1,c:1")
+	hs = healthState{prevIndex: map[string]uint64{"a:1": 30, "b:1": 30}, prevMax: 30}
+	check("stalled, timed out, leaderless: the first two may be fine", map[string]memberHealth{
+		"a:1": {ok: true, hasLeader: true, index: 30}, "b:1": {}, "c:1": {ok: true, index: 40},
+	}, "a:1,b:1")
+	check("only learners and leaderless members: every endpoint", map[string]memberHealth{
+		"a:1": learner, "b:1": leaderless, "c:1": leaderless,
+	}, "a:1,b:1,c:1")
 }
 
 // TestHealthCheckOnByDefault checks that a zero Config checks health at

@@ -111,6 +111,9 @@ type Node struct {
 	inbox   []*raftpb.Message // from peers, in arrival order
 	wake    chan struct{}     // something was queued
 	opc     chan func(*raft.RawNode)
+	// handedOver says this member's leadership transfer ended and it has
+	// not learned the new leader yet; only the loop uses it.
+	handedOver bool
 
 	applyc     chan ToApply
 	readStatec chan raft.ReadState
@@ -289,7 +292,7 @@ func (n *Node) notify() {
 
 // stepInbox steps every message received from peers, in arrival order.
 // Proposals that followers forwarded wait while this leader hands over its
-// leadership (see transferring) and are stepped as soon as it is over.
+// leadership (see holding) and are stepped as soon as it is over.
 func (n *Node) stepInbox() {
 	n.queueMu.Lock()
 	msgs := n.inbox
@@ -298,7 +301,7 @@ func (n *Node) stepInbox() {
 	var held []*raftpb.Message
 	// Only a message other than a proposal can end a transfer, so the
 	// state is read again after those alone, not once per proposal.
-	holding := n.transferring()
+	holding := n.holding()
 	for _, m := range msgs {
 		if m.GetType() == raftpb.MsgProp {
 			if holding {
@@ -309,7 +312,7 @@ func (n *Node) stepInbox() {
 			continue
 		}
 		n.stepFromPeer(m)
-		holding = n.transferring()
+		holding = n.holding()
 	}
 	if len(held) > 0 && !holding {
 		// A message just stepped ended the transfer.
@@ -339,9 +342,24 @@ func (n *Node) stepFromPeer(m *raftpb.Message) {
 // an election timeout, either way), a proposal is then appended here or,
 // once another member leads, forwarded to it. A dropped proposal was never
 // appended, so holding it can never apply it twice.
-func (n *Node) transferring() bool {
-	st := n.rn.BasicStatus()
+func transferring(st raft.BasicStatus) bool {
 	return st.RaftState == raft.StateLeader && st.LeadTransferee != 0
+}
+
+// holding reports whether proposals must wait: while this leader hands
+// over its leadership (see transferring), and after it until the member
+// knows the new leader. The transfer ends when the transferee's campaign
+// reaches this member, which steps down knowing no leader yet; raft would
+// drop a proposal then, a forwarded one silently.
+func (n *Node) holding() bool {
+	st := n.rn.BasicStatus()
+	switch {
+	case transferring(st):
+		n.handedOver = true
+	case st.Lead != raft.None:
+		n.handedOver = false
+	}
+	return transferring(st) || (n.handedOver && st.Lead == raft.None)
 }
 
 // ReportUnreachable tells raft a peer could not be reached, so it probes
@@ -455,10 +473,11 @@ func (n *Node) processReadys() bool {
 }
 
 // stepProposals hands every queued proposal to raft in one message, once a
-// leader is known and no leadership transfer is under way (see
-// transferring).
+// leader is known and no leadership transfer is under way (see holding).
+// It asks raft, not Leader: that is what the last Ready published, and a
+// message stepped since may have left raft without a leader.
 func (n *Node) stepProposals() {
-	if n.Leader() == 0 || n.transferring() {
+	if n.holding() || n.rn.BasicStatus().Lead == raft.None {
 		n.dropExpired()
 		return
 	}

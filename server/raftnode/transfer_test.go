@@ -92,3 +92,68 @@ func TestForwardedProposalWaitsOutALeadershipTransfer(t *testing.T) {
 		return slices.Contains(log.snapshot()[sent:], "send "+raftpb.MsgProp.String())
 	})
 }
+
+// TestProposalsWaitForTheNewLeaderAfterATransfer: the hand-over ends when
+// the transferee's campaign reaches the old leader, which steps down
+// knowing no leader yet. Proposals held during the transfer, local and
+// forwarded, must wait for the new leader then instead of being dropped
+// by raft (locally "raft proposal dropped", silently when forwarded).
+func TestProposalsWaitForTheNewLeaderAfterATransfer(t *testing.T) {
+	log := &eventLog{}
+	n := newVoterOfTwo(t, log)
+	if err := n.Campaign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the vote request", func() bool { return slices.Contains(log.snapshot(), "send "+raftpb.MsgVote.String()) })
+	st, _ := n.Status()
+	term := st.HardState.GetTerm()
+	step := func(m *raftpb.Message) {
+		t.Helper()
+		if err := n.Step(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(&raftpb.Message{Type: raftpb.MsgVoteResp.Enum(), From: proto.Uint64(2), To: proto.Uint64(1), Term: proto.Uint64(term)})
+	waitFor(t, "leadership", func() bool { return n.Leader() == 1 })
+	if err := n.TransferLeadership(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the transfer to start", func() bool { st, _ := n.Status(); return st.LeadTransferee == 2 })
+
+	dropped := make(chan error, 1)
+	n.Propose(context.Background(), time.Now().Add(time.Minute), []byte("local"), func(err error) { dropped <- err })
+	step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: proto.Uint64(2), To: proto.Uint64(1),
+		Entries: []*raftpb.Entry{{Data: []byte("forwarded")}}})
+	n.Status() // the loop has queued both
+
+	// Member 2 campaigns at a higher term: member 1 steps down, no leader.
+	sent := len(log.snapshot())
+	step(&raftpb.Message{Type: raftpb.MsgVote.Enum(), From: proto.Uint64(2), To: proto.Uint64(1), Term: proto.Uint64(term + 1),
+		LogTerm: proto.Uint64(term), Index: proto.Uint64(st.HardState.GetCommit() + 10)})
+	waitFor(t, "member 1 to step down", func() bool { st, _ := n.Status(); return st.RaftState == raft.StateFollower })
+	select {
+	case err := <-dropped:
+		t.Fatalf("local proposal dropped while no leader was known: %v", err)
+	default:
+	}
+	if st, _ := n.Status(); st.Lead != 0 {
+		t.Fatalf("member 1 follows %x before member 2 won", st.Lead)
+	}
+
+	// Member 2 wins: both proposals go to it.
+	step(&raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), From: proto.Uint64(2), To: proto.Uint64(1), Term: proto.Uint64(term + 1)})
+	waitFor(t, "both proposals forwarded to member 2", func() bool {
+		props := 0
+		for _, e := range log.snapshot()[sent:] {
+			if e == "send "+raftpb.MsgProp.String() {
+				props++
+			}
+		}
+		return props == 2
+	})
+	select {
+	case err := <-dropped:
+		t.Fatalf("local proposal dropped: %v", err)
+	default:
+	}
+}

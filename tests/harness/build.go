@@ -88,7 +88,8 @@ func Binary(t testing.TB, name string, tags ...string) string {
 
 // Main runs setup (typically resolving the binaries every test needs, so
 // that a broken build fails once rather than in each test), then the tests,
-// and removes the binaries Build made. It returns the exit code for os.Exit.
+// stops the members StartShared started and removes the binaries Build
+// made. It returns the exit code for os.Exit.
 func Main(m *testing.M, setup ...func() error) int {
 	defer func() {
 		buildMu.Lock()
@@ -97,6 +98,10 @@ func Main(m *testing.M, setup ...func() error) int {
 			os.RemoveAll(buildDir)
 		}
 	}()
+	return stopShared(run(m, setup))
+}
+
+func run(m *testing.M, setup []func() error) int {
 	for _, s := range setup {
 		if err := s(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

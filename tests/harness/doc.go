@@ -15,6 +15,11 @@
 //		...
 //	}
 //
+// A package whose tests all talk to one member starts it once with
+// StartShared from a setup of Main, which stops it after the tests; a
+// package that runs clients in the test binary checks with NoLeaks that
+// its tests leave no goroutine behind.
+//
 // Every wait is bounded by a give-up timeout; none of them is an assertion
 // about speed.
 package harness

@@ -272,6 +272,50 @@ func TestStartAll(t *testing.T) {
 	}
 }
 
+func TestStartAllFailsAtTheFirstExit(t *testing.T) {
+	waiter := fakeServer(t, "exec sleep 30", "")
+	waiter.ReadyTimeout = time.Minute
+	quitter := &Process{Name: "quitter", Bin: "/bin/sh", Args: []string{"-c", "exit 2"}, LogPath: filepath.Join(t.TempDir(), "q.log")}
+	t.Cleanup(waiter.Kill)
+	began := time.Now()
+	err := StartAll(waiter, quitter)
+	if err == nil || !strings.Contains(err.Error(), "quitter exited before it was ready") {
+		t.Fatalf("StartAll = %v", err)
+	}
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("StartAll waited %v for a member that will never be ready", d)
+	}
+}
+
+func TestLostPortRace(t *testing.T) {
+	tests := []struct {
+		name, script string
+		lost         bool
+	}{
+		{"bind failed", "echo 'listen tcp 127.0.0.1:1: bind: address already in use' >&2; exit 1", true},
+		{"another failure", "echo 'bad flag' >&2; exit 1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Process{Name: "p", Bin: "/bin/sh", Args: []string{"-c", tt.script}, LogPath: filepath.Join(t.TempDir(), "p.log")}
+			if err := p.Start(); err == nil {
+				t.Fatal("started")
+			}
+			if got := p.LostPortRace(); got != tt.lost {
+				t.Errorf("LostPortRace = %v, want %v", got, tt.lost)
+			}
+		})
+	}
+	running := fakeServer(t, "echo 'address already in use, retrying'", "exec sleep 30")
+	t.Cleanup(running.Kill)
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if running.LostPortRace() {
+		t.Error("a running process lost no race")
+	}
+}
+
 func TestCleanEnv(t *testing.T) {
 	t.Setenv("ETCD_NAME", "x")
 	t.Setenv("ETCDCTL_API", "3")

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,27 +24,39 @@ type Member struct {
 // failed).
 func NewMember(t testing.TB, bin string, f Flags) *Member {
 	t.Helper()
+	m, err := placeMember(bin, f, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StopAtCleanup(t)
+	return m
+}
+
+// placeMember is NewMember without a test: the data dir and the log go
+// in dir.
+func placeMember(bin string, f Flags, dir string) (*Member, error) {
 	if f.Name == "" {
 		f.Name = "m0"
 	}
 	if f.DataDir == "" {
-		f.DataDir = filepath.Join(t.TempDir(), f.Name+".etcd")
+		f.DataDir = filepath.Join(dir, f.Name+".etcd")
 	}
-	if f.ClientURL == "" {
-		f.ClientURL = FreeURL(t)
+	for _, u := range []*string{&f.ClientURL, &f.PeerURL} {
+		if *u == "" {
+			p, err := ports.next()
+			if err != nil {
+				return nil, err
+			}
+			*u = fmt.Sprintf("http://127.0.0.1:%d", p)
+		}
 	}
-	if f.PeerURL == "" {
-		f.PeerURL = FreeURL(t)
-	}
-	m := &Member{Flags: f, Process: &Process{
+	return &Member{Flags: f, Process: &Process{
 		Name:     f.Name,
 		Bin:      bin,
 		Args:     f.Args(),
 		CleanEnv: true,
-		LogPath:  filepath.Join(t.TempDir(), f.Name+".log"),
-	}}
-	m.StopAtCleanup(t)
-	return m
+		LogPath:  filepath.Join(dir, f.Name+".log"),
+	}}, nil
 }
 
 // StartMember is NewMember and Start; it fails t if the member does not

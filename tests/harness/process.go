@@ -319,7 +319,9 @@ func environ(clean bool) []string {
 	return os.Environ()
 }
 
-// StartAll launches every process, then waits until each is ready.
+// StartAll launches every process, then waits until each is ready. It
+// fails as soon as one fails (members of a cluster wait for each other, so
+// the others would only wait out their timeout).
 func StartAll(ps ...*Process) error {
 	ready := make([]<-chan struct{}, len(ps))
 	for i, p := range ps {
@@ -329,10 +331,23 @@ func StartAll(ps ...*Process) error {
 		}
 		ready[i] = r
 	}
+	errs := make(chan error, len(ps))
 	for i, p := range ps {
-		if err := p.WaitReady(ready[i]); err != nil {
+		go func() { errs <- p.WaitReady(ready[i]) }()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// LostPortRace reports whether the process's latest start ended because an
+// address it was to listen on was taken. A free port is only free until
+// some process binds it, and tests of other packages run at the same
+// time, so such a start may be retried on fresh ports.
+func (p *Process) LostPortRace() bool {
+	log, err := p.LogSince()
+	return err == nil && !p.Running() && strings.Contains(log, "address already in use")
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,21 +24,17 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/client"
-	"github.com/cairnkv/cairn/server/config"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
-// authMember starts a member (configured by configure) with users root
+// authMember starts a member (with the extra flags) with users root
 // (role root) and alice (role app: readwrite on the prefix "a/"), enables
 // auth and returns the member and a client of root.
-func authMember(t *testing.T, configure func(*config.Config)) (*testMember, *client.Client) {
+func authMember(t *testing.T, extra ...string) (*harness.Member, *client.Client) {
 	t.Helper()
-	m := startClusterWith(t, 1, func(cfg *config.Config) {
-		cfg.BcryptCost = 4 // bcrypt.MinCost: tests need no strong hashes
-		if configure != nil {
-			configure(cfg)
-		}
-	})[0]
-	admin := newClient(t, m.url)
+	// bcrypt.MinCost: tests need no strong hashes.
+	m := startCluster(t, 1, append([]string{"--bcrypt-cost", "4"}, extra...)...)[0]
+	admin := newClient(t, m.Endpoint())
 	ctx := testCtx(t)
 	must(admin.UserAdd(ctx, "root", "rootpw"))
 	must(admin.RoleAdd(ctx, "root"))
@@ -47,7 +44,7 @@ func authMember(t *testing.T, configure func(*config.Config)) (*testMember, *cli
 	must(admin.UserAdd(ctx, "alice", "alicepw"))
 	must(admin.UserGrantRole(ctx, "alice", "app"))
 	must(admin.AuthEnable(ctx))
-	return m, userClient(t, m.url, "root", "rootpw")
+	return m, userClient(t, m.Endpoint(), "root", "rootpw")
 }
 
 func userClient(t *testing.T, url, user, password string, opts ...grpc.DialOption) *client.Client {
@@ -112,7 +109,7 @@ func wantErr(t *testing.T, what string, err, want error) {
 }
 
 func TestAuthAPI(t *testing.T) {
-	m, root := authMember(t, nil)
+	m, root := authMember(t)
 	ctx := testCtx(t)
 
 	st := must(root.AuthStatus(ctx))
@@ -150,7 +147,7 @@ func TestAuthAPI(t *testing.T) {
 	must(root.RoleAdd(ctx, "spare"))
 	must(root.RoleDelete(ctx, "spare"))
 
-	alice := userClient(t, m.url, "alice", "newpw")
+	alice := userClient(t, m.Endpoint(), "alice", "newpw")
 	must(alice.Put(ctx, "a/1", "v"))
 	must(alice.UserGet(ctx, "alice")) // a user may read itself
 	for _, tc := range []struct {
@@ -165,9 +162,9 @@ func TestAuthAPI(t *testing.T) {
 		{"unknown role", func() error { _, err := root.UserGrantRole(ctx, "alice", "nope"); return err }, rpctypes.ErrRoleNotFound},
 		{"duplicate user", func() error { _, err := root.UserAdd(ctx, "alice", "x"); return err }, rpctypes.ErrUserAlreadyExist},
 		{"root keeps its role", func() error { _, err := root.UserRevokeRole(ctx, "root", "root"); return err }, rpctypes.ErrInvalidAuthMgmt},
-		{"no credentials", func() error { _, err := newClient(t, m.url).Get(ctx, "a/1"); return err }, rpctypes.ErrUserEmpty},
+		{"no credentials", func() error { _, err := newClient(t, m.Endpoint()).Get(ctx, "a/1"); return err }, rpctypes.ErrUserEmpty},
 		{"wrong password", func() error {
-			_, err := client.New(client.Config{Endpoints: []string{m.url}, DialTimeout: 5 * time.Second, Username: "alice", Password: "alicepw"})
+			_, err := client.New(client.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: 5 * time.Second, Username: "alice", Password: "alicepw"})
 			return err
 		}, rpctypes.ErrAuthFailed},
 	} {
@@ -178,7 +175,7 @@ func TestAuthAPI(t *testing.T) {
 	if must(root.AuthStatus(ctx)).Enabled {
 		t.Error("auth still enabled")
 	}
-	must(newClient(t, m.url).Put(ctx, "b", "v"))
+	must(newClient(t, m.Endpoint()).Put(ctx, "b", "v"))
 }
 
 // TestAuthTokenExpires: a simple token unused for longer than its TTL is
@@ -186,12 +183,12 @@ func TestAuthAPI(t *testing.T) {
 // watch, without the caller seeing an error.
 func TestAuthTokenExpires(t *testing.T) {
 	const ttl = time.Second
-	m, _ := authMember(t, func(cfg *config.Config) { cfg.AuthTokenTTL = uint(ttl / time.Second) })
+	m, _ := authMember(t, "--auth-token-ttl", strconv.Itoa(int(ttl/time.Second)))
 	// Idle clients: a health-checking client's Status calls use its
 	// simple token every second, so it would never expire.
 	var aliceTokens, rootTokens issuedTokens
-	alice := userClientWith(t, m.url, "alice", "alicepw", -1, aliceTokens.dialOption())
-	root := userClientWith(t, m.url, "root", "rootpw", -1, rootTokens.dialOption())
+	alice := userClientWith(t, m.Endpoint(), "alice", "alicepw", -1, aliceTokens.dialOption())
+	root := userClientWith(t, m.Endpoint(), "root", "rootpw", -1, rootTokens.dialOption())
 	ctx := testCtx(t)
 
 	first := aliceTokens.latest()
@@ -254,9 +251,9 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // the old token share one new token.
 func TestAuthOldRevision(t *testing.T) {
 	_, tokenOpt := jwtKeys(t)
-	m, root := authMember(t, func(cfg *config.Config) { cfg.AuthToken = tokenOpt })
+	m, root := authMember(t, "--auth-token", tokenOpt)
 	var aliceTokens issuedTokens
-	alice := userClient(t, m.url, "alice", "alicepw", aliceTokens.dialOption())
+	alice := userClient(t, m.Endpoint(), "alice", "alicepw", aliceTokens.dialOption())
 	ctx := testCtx(t)
 	must(alice.Put(ctx, "a/0", "v"))
 	before := aliceTokens.count()
@@ -279,7 +276,7 @@ func TestAuthOldRevision(t *testing.T) {
 // a rejected one is never replaced.
 func TestAuthDirectToken(t *testing.T) {
 	key, tokenOpt := jwtKeys(t)
-	m, root := authMember(t, func(cfg *config.Config) { cfg.AuthToken = tokenOpt })
+	m, root := authMember(t, "--auth-token", tokenOpt)
 	ctx := testCtx(t)
 	rev := must(root.AuthStatus(ctx)).AuthRevision
 	sign := func(exp time.Time) string {
@@ -287,7 +284,7 @@ func TestAuthDirectToken(t *testing.T) {
 		return must(jwt.NewWithClaims(jwt.SigningMethodES256, claims).SignedString(key))
 	}
 	tokenClient := func(token string) *client.Client {
-		c, err := client.New(client.Config{Endpoints: []string{m.url}, DialTimeout: 5 * time.Second, Token: token})
+		c, err := client.New(client.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: 5 * time.Second, Token: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,6 +310,6 @@ func TestAuthDirectToken(t *testing.T) {
 		wantErr(t, name, err, rpctypes.ErrInvalidAuthToken)
 	}
 
-	_, err = client.New(client.Config{Endpoints: []string{m.url}, Token: valid, Username: "alice"})
+	_, err = client.New(client.Config{Endpoints: []string{m.Endpoint()}, Token: valid, Username: "alice"})
 	wantErr(t, "token and username", err, client.ErrMutuallyExclusiveCfg)
 }

@@ -1,100 +1,44 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
 	"github.com/cairnkv/cairn/client"
 	"github.com/cairnkv/cairn/pkg/proxy"
-	"github.com/cairnkv/cairn/server/config"
-	"github.com/cairnkv/cairn/server/embed"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
-// peerNet puts a fault proxy in front of every member's peer listener, so
-// that a test can cut one member off from the others while its clients
-// still reach it.
-type peerNet struct {
-	t       *testing.T
-	proxies []*proxy.Proxy
-
-	mu       sync.Mutex
-	ids      []uint64 // member IDs, by index
-	isolated map[int]bool
-}
-
-func newPeerNet(t *testing.T) *peerNet { return &peerNet{t: t, isolated: map[int]bool{}} }
-
-// advertise is startClusterVia's hook: member i advertises a new proxy to
-// its peer listener.
-func (pn *peerNet) advertise(i int, listen url.URL) url.URL {
-	p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Target: listen.Host})
-	if err != nil {
-		pn.t.Fatal(err)
-	}
-	pn.t.Cleanup(func() { p.Close() })
-	pn.mu.Lock()
-	if i < len(pn.proxies) {
-		pn.proxies[i] = p // a retried start replaces the lost attempt's proxy
-	} else {
-		pn.proxies = append(pn.proxies, p)
-	}
-	pn.mu.Unlock()
-	p.ModifyTx(func(b []byte) []byte { return pn.filter(i, b) })
-	return url.URL{Scheme: "http", Host: p.Addr()}
-}
-
-// filter drops what an isolated member sends to member j. All senders to j
-// share j's proxy; the raft transport names the sender in X-Server-From,
-// which opens every peer request, so dropping that chunk cuts the request.
-func (pn *peerNet) filter(j int, b []byte) []byte {
-	pn.mu.Lock()
-	defer pn.mu.Unlock()
-	lower := bytes.ToLower(b)
-	for k := range pn.isolated {
-		if k != j && bytes.Contains(lower, fmt.Appendf(nil, "x-server-from: %x\r\n", pn.ids[k])) {
-			return nil
+// startIsolatable starts n members whose peer traffic runs through one
+// pkg/proxy per member, and returns the cut that can isolate any of them
+// from the others while its clients still reach it.
+func startIsolatable(t *testing.T, n int) ([]*harness.Member, *harness.PeerCut) {
+	t.Helper()
+	proxies := make([]*proxy.Proxy, n)
+	ms := startClusterVia(t, n, func(i int, listen string) string {
+		p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Target: strings.TrimPrefix(listen, "http://")})
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { p.Close() })
+		proxies[i] = p
+		return "http://" + p.Addr()
+	})
+	cut := harness.NewPeerCut(proxies)
+	c := newClient(t, urls(ms)...)
+	for i, m := range ms {
+		cut.SetID(i, must(c.Status(testCtx(t), m.Endpoint())).Header.MemberId)
 	}
-	return b
-}
-
-// learnIDs asks every member for its ID; isolate needs them.
-func (pn *peerNet) learnIDs(ctx context.Context, c *client.Client, ms []*testMember) {
-	ids := make([]uint64, len(ms))
-	for i, tm := range ms {
-		ids[i] = must(c.Status(ctx, tm.url)).Header.MemberId
-	}
-	pn.mu.Lock()
-	pn.ids = ids
-	pn.mu.Unlock()
-}
-
-// isolate cuts member i off from its peers: its own proxy discards
-// everything and the others drop its requests. Open connections are reset
-// so that the filters see every request from now on.
-func (pn *peerNet) isolate(i int) {
-	pn.mu.Lock()
-	pn.isolated[i] = true
-	proxies := pn.proxies
-	pn.mu.Unlock()
-	proxies[i].BlackholeTx()
-	proxies[i].BlackholeRx()
-	for _, p := range proxies {
-		p.ResetConnections()
-	}
+	return ms, cut
 }
 
 // callLog records the member address that served each attempt of each
@@ -178,9 +122,9 @@ func (cl *callLog) recent(prefix string, n int) []string {
 }
 
 // memberAt is the index of the member whose client URL has host addr.
-func memberAt(ms []*testMember, addr string) int {
-	for i, tm := range ms {
-		if strings.TrimPrefix(tm.url, "http://") == addr {
+func memberAt(ms []*harness.Member, addr string) int {
+	for i, m := range ms {
+		if strings.TrimPrefix(m.Endpoint(), "http://") == addr {
 			return i
 		}
 	}
@@ -189,43 +133,32 @@ func memberAt(ms []*testMember, addr string) int {
 
 // addLearner adds a learner to the cluster of ms through c and starts it;
 // it is stopped when the test ends.
-func addLearner(t *testing.T, c *client.Client, ms []*testMember) *testMember {
+func addLearner(t *testing.T, c *client.Client, ms []*harness.Member) *harness.Member {
 	t.Helper()
-	free := freeURLs(t, 2)
-	clientURL, peerURL := free[0], free[1]
+	peerURL := harness.FreeURL(t)
 	// As etcd, --strict-reconfig-check refuses any member add ("unhealthy
 	// cluster") until every voter has been connected for 5 s.
 	waitUntil(t, "learner added", func() bool {
-		_, err := c.MemberAddAsLearner(testCtx(t), []string{peerURL.String()})
+		_, err := c.MemberAddAsLearner(testCtx(t), []string{peerURL})
 		if err != nil && !errors.Is(err, rpctypes.ErrUnhealthy) {
 			t.Fatalf("add learner: %v", err)
 		}
 		return err == nil
 	})
-	cfg := config.NewConfig()
-	cfg.Name = "learner"
-	cfg.Dir = t.TempDir()
-	cfg.TickMs, cfg.ElectionMs = ms[0].cfg.TickMs, ms[0].cfg.ElectionMs
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.ClusterState = config.ClusterStateExisting
-	cfg.InitialCluster = ms[0].cfg.InitialCluster + ",learner=" + peerURL.String()
-	m, err := embed.StartMember(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &testMember{t: t, cfg: cfg, url: clientURL.String(), m: m}
-	t.Cleanup(tm.stop)
-	tm.waitReady()
+	learner := harness.StartMember(t, cairnBin, harness.Flags{
+		Name: "learner", PeerURL: peerURL, State: "existing",
+		InitialCluster: ms[0].Flags.InitialCluster + ",learner=" + peerURL,
+		Extra:          raftTimings,
+	})
 	// Until the learner publishes its client URLs the member list shows
 	// none, and excluding it from a sync would prove nothing.
 	waitUntil(t, "learner publishes its client URLs", func() bool {
 		for _, mb := range must(c.MemberList(testCtx(t))).Members {
-			if mb.IsLearner && slices.Contains(mb.ClientURLs, tm.url) {
+			if mb.IsLearner && slices.Contains(mb.ClientURLs, learner.Endpoint()) {
 				return true
 			}
 		}
 		return false
 	})
-	return tm
+	return learner
 }

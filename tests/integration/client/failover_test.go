@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // putRecord is the outcome of one Put of the writer: acknowledged at a
@@ -95,7 +96,7 @@ func TestFailoverWhenMemberInUseIsKilled(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { puts = writeUntil(c, key, stop) })
 	before := collectUntil(t, wc, 20) // the writer is busy: kill mid-stream
-	ms[inUse].stop()
+	stopMember(t, ms[inUse])
 	// Revisions after this one were made once the member was gone, so
 	// another member must deliver them.
 	killed := must(c.Get(ctx, key)).Header.Revision
@@ -164,16 +165,14 @@ func checkPutsApplied(t *testing.T, puts []putRecord, history []*client.Event) {
 // command timeout shorter than the server's request timeout, so none may
 // wait on the partitioned member, and the balancer must drop it.
 func TestHealthCheckAbandonsPartitionedMember(t *testing.T) {
-	pn := newPeerNet(t)
-	ms := startClusterVia(t, 3, nil, pn.advertise)
+	ms, cut := startIsolatable(t, 3)
 	admin := newClient(t, urls(ms)...)
 	ctx := testCtx(t)
-	pn.learnIDs(ctx, admin, ms)
 	victim := followerOf(ctx, t, admin, ms)
-	eps := []string{ms[victim].url}
+	eps := []string{ms[victim].Endpoint()}
 	for i, tm := range ms {
 		if i != victim {
-			eps = append(eps, tm.url)
+			eps = append(eps, tm.Endpoint())
 		}
 	}
 	var log callLog
@@ -184,13 +183,13 @@ func TestHealthCheckAbandonsPartitionedMember(t *testing.T) {
 	defer c.Close()
 	must(c.Put(ctx, "k", "v"))
 
-	pn.isolate(victim)
+	cut.Isolate(victim)
 	// The server gives up on a read after 5s plus two election timeouts.
 	const commandTimeout = 3 * time.Second
 	// Round robin sends one attempt in len(eps) to each usable endpoint, so
 	// the victim is out of the balancer once twice that many went elsewhere.
 	window := 2 * len(eps)
-	victimHost := strings.TrimPrefix(ms[victim].url, "http://")
+	victimHost := strings.TrimPrefix(ms[victim].Endpoint(), "http://")
 	abandoned := false
 	giveUp := time.Now().Add(10 * time.Second)
 	for i := 0; i < 20 || !abandoned; i++ {
@@ -207,17 +206,17 @@ func TestHealthCheckAbandonsPartitionedMember(t *testing.T) {
 			abandoned = true
 		}
 	}
-	st := must(admin.Status(ctx, ms[victim].url)) // it still answers
+	st := must(admin.Status(ctx, ms[victim].Endpoint())) // it still answers
 	if st.Leader != 0 {
 		t.Errorf("partitioned member still follows leader %x", st.Leader)
 	}
 }
 
 // followerOf is the index of a member that is not the leader.
-func followerOf(ctx context.Context, t *testing.T, c *client.Client, ms []*testMember) int {
+func followerOf(ctx context.Context, t *testing.T, c *client.Client, ms []*harness.Member) int {
 	t.Helper()
 	for i, tm := range ms {
-		st := must(c.Status(ctx, tm.url))
+		st := must(c.Status(ctx, tm.Endpoint()))
 		if st.Leader != st.Header.MemberId {
 			return i
 		}
@@ -235,7 +234,7 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 	var log callLog
 	core, logs := observer.New(zap.InfoLevel)
 	c, err := client.New(client.Config{
-		Endpoints:   append([]string{learner.url}, urls(ms)...),
+		Endpoints:   append([]string{learner.Endpoint()}, urls(ms)...),
 		DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond,
 		DialOptions: log.dialOptions(), Logger: zap.New(core),
 	})
@@ -252,22 +251,22 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 	waitUntil(t, "learner left out", func() bool {
 		if !steered {
 			if logs.FilterMessage("steering requests off unhealthy endpoints").Len() > 0 {
-				steered, statusBefore = true, log.servedBy(status, learner.url)
+				steered, statusBefore = true, log.servedBy(status, learner.Endpoint())
 			}
 			return false
 		}
-		return log.servedBy(status, learner.url) > statusBefore
+		return log.servedBy(status, learner.Endpoint()) > statusBefore
 	})
 	ctx := testCtx(t)
 	for i := range 20 {
 		must(c.Put(ctx, "k", fmt.Sprint(i)))
 		must(c.Get(ctx, "k"))
 	}
-	if n := log.servedBy("/etcdserverpb.KV/", learner.url); n != 0 {
+	if n := log.servedBy("/etcdserverpb.KV/", learner.Endpoint()); n != 0 {
 		t.Errorf("learner served %d KV requests", n)
 	}
 	// The log does see the learner: the health check asks it.
-	if log.servedBy(status, learner.url) == 0 {
+	if log.servedBy(status, learner.Endpoint()) == 0 {
 		t.Error("no Status request reached the learner")
 	}
 }

@@ -14,7 +14,7 @@ func TestHealthCheckSteersOffStoppedMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ms[2].stop()
+	stopMember(t, ms[2])
 	time.Sleep(300 * time.Millisecond)
 	for range 20 {
 		must(c.Get(testCtx(t), "k"))

@@ -10,7 +10,7 @@ import (
 )
 
 func TestKV(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	for _, k := range []string{"a", "b/1", "b/2", "b/3", "c"} {
 		must(c.Put(ctx, k, "v-"+k))
@@ -63,7 +63,7 @@ func TestKV(t *testing.T) {
 }
 
 func TestPutLeaseOptions(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 60))
 	must(c.Put(ctx, "k", "v1", client.WithLease(l.ID)))
@@ -82,7 +82,7 @@ func TestPutLeaseOptions(t *testing.T) {
 }
 
 func TestCompact(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	last := must(c.Put(ctx, "k", "2")).Header.Revision
@@ -96,7 +96,7 @@ func TestCompact(t *testing.T) {
 }
 
 func TestDo(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	if r := must(c.Do(ctx, client.OpPut("k", "v"))); r.Put() == nil {
 		t.Error("Do(put) has no put response")

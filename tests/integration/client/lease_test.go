@@ -12,7 +12,7 @@ import (
 )
 
 func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 1))
 	must(c.Put(ctx, "k", "v", client.WithLease(l.ID)))
@@ -36,7 +36,7 @@ func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
 }
 
 func TestLeaseAPI(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 60))
 	if l.TTL != 60 || l.ID == client.NoLease {
@@ -63,7 +63,7 @@ func TestLeaseAPI(t *testing.T) {
 }
 
 func TestKeepAliveChannelClosesOnRevoke(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	l := must(c.Grant(ctx, 3))
 	ch := must(c.KeepAlive(ctx, l.ID))
@@ -83,7 +83,7 @@ func TestKeepAliveChannelClosesOnRevoke(t *testing.T) {
 }
 
 func TestKeepAliveChannelClosesOnClientClose(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	l := must(c.Grant(testCtx(t), 60))
 	ch := must(c.KeepAlive(context.Background(), l.ID))
 	<-ch

@@ -1,188 +1,121 @@
 // Package client_test holds the client library's tests that need running
-// members (started in-process through server/embed). They live outside the
-// client module so that the client never depends on the server.
+// members (cairn processes started through tests/harness). They live
+// outside the client module so that the client never depends on the
+// server.
 package client_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
+	"os"
+	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"go.uber.org/zap"
-
 	"github.com/cairnkv/cairn/client"
-	"github.com/cairnkv/cairn/server/config"
-	"github.com/cairnkv/cairn/server/embed"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// cairnBin is the cairn binary, built once by TestMain.
+var cairnBin string
 
-// readyTimeout only keeps a broken member from hanging the test binary.
+// TestMain builds cairn, runs the tests and checks that they leave no
+// goroutine of the client behind.
+func TestMain(m *testing.M) {
+	os.Exit(harness.NoLeaks(harness.Main(m, harness.Builds(map[string]*string{"cairn": &cairnBin}))))
+}
+
+// readyTimeout only keeps a broken member or client from hanging the test
+// binary.
 const readyTimeout = 20 * time.Second
 
-// testMember is an in-process member that can be stopped and restarted on
-// the same URLs and data dir.
-type testMember struct {
-	t   *testing.T
-	cfg *config.Config
-	url string
+// raftTimings are every member's --heartbeat-interval and
+// --election-timeout: short, so that a member that stops or is cut off is
+// noticed soon, with room for a loaded machine not to miss heartbeats.
+// They also set the shortest lease TTL, 1 s.
+var raftTimings = []string{"--heartbeat-interval", "50", "--election-timeout", "500"}
 
-	mu sync.Mutex
-	m  *embed.Member
-}
-
-// startCluster starts n members in-process and stops them when the test
-// ends. Free ports are only free until someone else binds them (tests of
-// other packages run at the same time), so a start that loses a port race
-// is retried on fresh ports.
-func startCluster(t *testing.T, n int) []*testMember { return startClusterWith(t, n, nil) }
-
-// startClusterWith is startCluster with configure applied to every
-// member's config (nil: none).
-func startClusterWith(t *testing.T, n int, configure func(*config.Config)) []*testMember {
+// startCluster starts n members as one cluster, each with the extra flags;
+// they are stopped when the test ends.
+func startCluster(t *testing.T, n int, extra ...string) []*harness.Member {
 	t.Helper()
-	return startClusterVia(t, n, configure, nil)
+	return startClusterVia(t, n, nil, extra...)
 }
 
-// startClusterVia is startClusterWith where member i advertises
-// advertise(i, listen) as its peer URL while listening on listen (nil: the
-// listen URL), so that peer traffic can pass through a test proxy.
-func startClusterVia(t *testing.T, n int, configure func(*config.Config), advertise func(i int, listen url.URL) url.URL) []*testMember {
+// startClusterVia is startCluster where member i advertises advertise(i,
+// listen) as its peer URL while listening on listen (nil: the listen URL),
+// so that peer traffic can pass through a test proxy. A start that lost a
+// port to another process (tests of other packages run at the same time)
+// is retried on fresh ports.
+func startClusterVia(t *testing.T, n int, advertise func(i int, listen string) string, extra ...string) []*harness.Member {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		members, err := tryStartCluster(t, n, configure, advertise)
+		ms, err := tryStartCluster(t, n, advertise, extra)
 		if err == nil {
-			for _, tm := range members {
-				t.Cleanup(tm.stop)
-			}
-			for _, tm := range members {
-				tm.waitReady()
-			}
-			return members
+			return ms
 		}
-		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+		if attempt == 5 || !slices.ContainsFunc(ms, (*harness.Member).LostPortRace) {
 			t.Fatal(err)
 		}
+		for _, m := range ms {
+			m.Kill()
+		}
 	}
 }
 
-// tryStartCluster starts n members on fresh ports; on an error it stops the
-// ones it started.
-func tryStartCluster(t *testing.T, n int, configure func(*config.Config), advertise func(int, url.URL) url.URL) ([]*testMember, error) {
-	members := make([]*testMember, n)
-	var initial []string
-	free := freeURLs(t, 2*n)
-	for i := range members {
-		clientURL, peerURL := free[2*i], free[2*i+1]
-		advertised := peerURL
+// tryStartCluster starts n members on fresh ports. They are launched
+// together, since none is ready before a quorum is up.
+func tryStartCluster(t *testing.T, n int, advertise func(i int, listen string) string, extra []string) ([]*harness.Member, error) {
+	names := harness.Names(n)
+	flags := make([]harness.Flags, n)
+	advertised := make([]string, n)
+	for i := range flags {
+		f := harness.Flags{Name: names[i], ClientURL: harness.FreeURL(t), PeerURL: harness.FreeURL(t), State: "new",
+			Extra: append(append([]string{}, raftTimings...), extra...)}
+		advertised[i] = f.PeerURL
 		if advertise != nil {
-			advertised = advertise(i, peerURL)
+			f.AdvertisePeerURL = advertise(i, f.PeerURL)
+			advertised[i] = f.AdvertisePeerURL
 		}
-		cfg := config.NewConfig()
-		cfg.Name = fmt.Sprintf("m%d", i)
-		cfg.Dir = t.TempDir()
-		cfg.TickMs, cfg.ElectionMs = 10, 100
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{advertised}
-		if configure != nil {
-			configure(cfg)
-		}
-		members[i] = &testMember{t: t, cfg: cfg, url: clientURL.String()}
-		initial = append(initial, cfg.Name+"="+advertised.String())
+		flags[i] = f
 	}
-	for i, tm := range members {
-		tm.cfg.InitialCluster = strings.Join(initial, ",")
-		m, err := embed.StartMember(tm.cfg, zap.NewNop())
-		if err != nil {
-			for _, started := range members[:i] {
-				started.stop()
-			}
-			return nil, err
-		}
-		tm.mu.Lock()
-		tm.m = m
-		tm.mu.Unlock()
+	ms := make([]*harness.Member, n)
+	procs := make([]*harness.Process, n)
+	for i, f := range flags {
+		f.InitialCluster = harness.InitialCluster(names, advertised)
+		ms[i] = harness.NewMember(t, cairnBin, f)
+		procs[i] = ms[i].Process
 	}
-	return members, nil
+	return ms, harness.StartAll(procs...)
 }
 
-func startMember(t *testing.T) *testMember { return startCluster(t, 1)[0] }
+func startMember(t *testing.T) *harness.Member { return startCluster(t, 1)[0] }
 
-func (tm *testMember) start() {
-	tm.t.Helper()
-	m, err := embed.StartMember(tm.cfg, zap.NewNop())
-	if err != nil {
-		tm.t.Fatal(err)
-	}
-	tm.mu.Lock()
-	tm.m = m
-	tm.mu.Unlock()
-}
-
-func (tm *testMember) waitReady() {
-	tm.t.Helper()
-	tm.mu.Lock()
-	m := tm.m
-	tm.mu.Unlock()
-	select {
-	case <-m.ReadyNotify():
-	case err := <-m.Err():
-		tm.t.Fatal(err)
-	case <-time.After(readyTimeout):
-		tm.t.Fatal("member not ready")
+// stopMember stops m gracefully; cairn must exit cleanly. An unclean exit
+// fails the test but does not end it: the member is gone either way, and
+// a test's goroutines still use the cluster.
+func stopMember(t *testing.T, m *harness.Member) {
+	t.Helper()
+	if err := m.Stop(); err != nil {
+		t.Errorf("stopping %s: %v", m.Name, err)
 	}
 }
 
-func (tm *testMember) stop() {
-	tm.mu.Lock()
-	m := tm.m
-	tm.m = nil
-	tm.mu.Unlock()
-	if m != nil {
-		m.Close()
+// restartMember starts m (again) on its data dir and URLs.
+func restartMember(t *testing.T, m *harness.Member) {
+	t.Helper()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func (tm *testMember) restart() {
-	tm.t.Helper()
-	tm.stop()
-	tm.start()
-	tm.waitReady()
-}
-
-func urls(members []*testMember) []string {
+func urls(members []*harness.Member) []string {
 	var out []string
-	for _, tm := range members {
-		out = append(out, tm.url)
+	for _, m := range members {
+		out = append(out, m.Endpoint())
 	}
 	return out
-}
-
-// freeURL is an http URL on a loopback port that is free right now.
-func freeURL(t *testing.T) url.URL { return freeURLs(t, 1)[0] }
-
-// freeURLs is n distinct such URLs: the listeners stay open until all n
-// ports are taken, as the kernel may hand a just-closed port out again.
-func freeURLs(t *testing.T, n int) []url.URL {
-	t.Helper()
-	urls := make([]url.URL, n)
-	for i := range urls {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		urls[i] = url.URL{Scheme: "http", Host: l.Addr().String()}
-	}
-	return urls
 }
 
 // newClient connects to endpoints and closes the client when the test ends.

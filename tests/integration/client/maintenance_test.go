@@ -11,7 +11,7 @@ import (
 
 func TestClusterAndMaintenance(t *testing.T) {
 	ms := startCluster(t, 3)
-	c := newClient(t, ms[0].url)
+	c := newClient(t, ms[0].Endpoint())
 	ctx := testCtx(t)
 	list := must(c.MemberList(ctx))
 	if len(list.Members) != 3 {
@@ -20,19 +20,19 @@ func TestClusterAndMaintenance(t *testing.T) {
 	if len(must(c.MemberList(ctx, client.WithSerializable())).Members) != 3 {
 		t.Error("serializable member list")
 	}
-	st := must(c.Status(ctx, ms[1].url))
+	st := must(c.Status(ctx, ms[1].Endpoint()))
 	if st.Header.MemberId == 0 || st.Leader == 0 || st.IsLearner {
 		t.Errorf("status %+v", st)
 	}
 	must(c.Put(ctx, "k", "v"))
-	h := must(c.HashKV(ctx, ms[2].url, 0))
+	h := must(c.HashKV(ctx, ms[2].Endpoint(), 0))
 	if h.Hash == 0 {
 		t.Errorf("hash kv %+v", h)
 	}
 	if a := must(c.AlarmList(ctx)); len(a.Alarms) != 0 {
 		t.Errorf("alarms %v", a.Alarms)
 	}
-	must(c.Defragment(ctx, ms[0].url))
+	must(c.Defragment(ctx, ms[0].Endpoint()))
 	rc := must(c.Snapshot(ctx))
 	n, err := io.Copy(io.Discard, rc)
 	rc.Close()
@@ -46,7 +46,7 @@ func TestClusterAndMaintenance(t *testing.T) {
 // learner's.
 func TestSyncEndpoints(t *testing.T) {
 	ms := startCluster(t, 3)
-	c := newClient(t, ms[0].url)
+	c := newClient(t, ms[0].Endpoint())
 	learner := addLearner(t, c, ms)
 	voters := urls(ms)
 	slices.Sort(voters)
@@ -55,18 +55,18 @@ func TestSyncEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := sorted(c.Endpoints()); !slices.Equal(got, voters) {
-		t.Errorf("endpoints after sync: %v, want %v (learner %s)", got, voters, learner.url)
+		t.Errorf("endpoints after sync: %v, want %v (learner %s)", got, voters, learner.Endpoint())
 	}
-	auto, err := client.New(client.Config{Endpoints: []string{ms[0].url}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
+	auto, err := client.New(client.Config{Endpoints: []string{ms[0].Endpoint()}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer auto.Close()
 	waitUntil(t, "auto sync", func() bool { return len(auto.Endpoints()) > 1 })
 	if got := sorted(auto.Endpoints()); !slices.Equal(got, voters) {
-		t.Errorf("endpoints after auto sync: %v, want %v (learner %s)", got, voters, learner.url)
+		t.Errorf("endpoints after auto sync: %v, want %v (learner %s)", got, voters, learner.Endpoint())
 	}
-	ms[0].stop()
+	stopMember(t, ms[0])
 	must(c.Get(testCtx(t), "k"))    // served by the synced endpoints
 	must(auto.Get(testCtx(t), "k")) // and by the auto-synced ones
 }

@@ -1,14 +1,13 @@
 package client_test
 
 import (
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnkv/cairn/client"
-	"github.com/cairnkv/cairn/server/config"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestRangeRetriedAcrossDownEndpoint stops one of three members while
@@ -37,7 +36,7 @@ func TestRangeRetriedAcrossDownEndpoint(t *testing.T) {
 		}
 	}()
 	time.Sleep(100 * time.Millisecond)
-	ms[2].stop()
+	stopMember(t, ms[2])
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -50,9 +49,9 @@ func TestRangeRetriedAcrossDownEndpoint(t *testing.T) {
 
 // TestRangeSkipsDeadFirstEndpoint lists a port nobody listens on first.
 func TestRangeSkipsDeadFirstEndpoint(t *testing.T) {
-	live := startMember(t).url
-	dead := freeURL(t)
-	c := newClient(t, dead.String(), live)
+	live := startMember(t).Endpoint()
+	dead := harness.FreeURL(t)
+	c := newClient(t, dead, live)
 	for range 10 {
 		must(c.Get(testCtx(t), "k"))
 	}
@@ -62,15 +61,12 @@ func TestRangeSkipsDeadFirstEndpoint(t *testing.T) {
 // dial fails, so the Put provably never left the client and is retried
 // until the member comes up.
 func TestPutRetriedWhenNeverSent(t *testing.T) {
-	free := freeURLs(t, 2)
-	clientURL, peerURL := free[0], free[1]
-	c, err := client.New(client.Config{Endpoints: []string{clientURL.String()}, MaxRetries: 100})
+	m := harness.NewMember(t, cairnBin, harness.Flags{Extra: raftTimings})
+	c, err := client.New(client.Config{Endpoints: []string{m.Endpoint()}, MaxRetries: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tm := &testMember{t: t, cfg: memberConfig(t, clientURL, peerURL), url: clientURL.String()}
-	t.Cleanup(tm.stop)
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Put(testCtx(t), "k", "v")
@@ -82,22 +78,11 @@ func TestPutRetriedWhenNeverSent(t *testing.T) {
 		t.Fatalf("put returned before the member started: %v", err)
 	default:
 	}
-	tm.start()
-	tm.waitReady()
+	restartMember(t, m)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if r := must(c.Get(testCtx(t), "k")); r.Count != 1 || r.Kvs[0].Version != 1 {
 		t.Errorf("after retried put: %v", r.Kvs)
 	}
-}
-
-func memberConfig(t *testing.T, clientURL, peerURL url.URL) *config.Config {
-	cfg := config.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
-	return cfg
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTxn(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	put := must(c.Put(ctx, "k", "v"))
 	rev := put.Header.Revision
@@ -50,7 +50,7 @@ func TestTxn(t *testing.T) {
 }
 
 func TestTxnOrderPanics(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	for name, f := range map[string]func(){
 		"if twice":      func() { c.Txn(t.Context()).If().If() },
 		"if after then": func() { c.Txn(t.Context()).Then().If() },

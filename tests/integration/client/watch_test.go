@@ -42,7 +42,7 @@ func collect(t *testing.T, wc client.WatchChan, n int) []*client.Event {
 }
 
 func TestWatch(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	wc := c.Watch(ctx, "w/", client.WithPrefix(), client.WithPrevKV(), client.WithCreatedNotify())
 	if wr := next(t, wc); !wr.Created {
@@ -62,7 +62,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestWatchFromRevisionAndFilters(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	must(c.Put(ctx, "k", "2"))
@@ -82,7 +82,7 @@ func TestWatchFromRevisionAndFilters(t *testing.T) {
 }
 
 func TestWatchCompacted(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	last := must(c.Put(ctx, "k", "2")).Header.Revision
@@ -98,7 +98,7 @@ func TestWatchCompacted(t *testing.T) {
 }
 
 func TestWatchRequestProgress(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx := testCtx(t)
 	rev := must(c.Put(ctx, "k", "v")).Header.Revision
 	wc := c.Watch(ctx, "k", client.WithCreatedNotify())
@@ -113,7 +113,7 @@ func TestWatchRequestProgress(t *testing.T) {
 }
 
 func TestWatchEndsWithContextAndClose(t *testing.T) {
-	c := newClient(t, startMember(t).url)
+	c := newClient(t, startMember(t).Endpoint())
 	ctx, cancel := context.WithCancel(testCtx(t))
 	wc := c.Watch(ctx, "k")
 	cancel()
@@ -134,8 +134,8 @@ func TestWatchEndsWithContextAndClose(t *testing.T) {
 // event exactly once, in order.
 func TestWatchResumesAfterRestart(t *testing.T) {
 	ms := startCluster(t, 3)
-	watching := newClient(t, ms[0].url)
-	writing := newClient(t, ms[1].url, ms[2].url)
+	watching := newClient(t, ms[0].Endpoint())
+	writing := newClient(t, ms[1].Endpoint(), ms[2].Endpoint())
 	ctx := testCtx(t)
 	// The watcher must exist before the first put, or it starts after it.
 	wc := watching.Watch(ctx, "r/", client.WithPrefix(), client.WithCreatedNotify())
@@ -148,10 +148,9 @@ func TestWatchResumesAfterRestart(t *testing.T) {
 	}
 	put(0)
 	evs := collect(t, wc, perPhase)
-	ms[0].stop()
+	stopMember(t, ms[0])
 	put(1)
-	ms[0].start()
-	ms[0].waitReady()
+	restartMember(t, ms[0])
 	put(2)
 	evs = append(evs, collect(t, wc, 2*perPhase)...)
 	if len(evs) != 3*perPhase {

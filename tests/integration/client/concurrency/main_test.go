@@ -1,26 +1,19 @@
 // Package concurrency_test holds the tests of client/concurrency; they
-// share one in-process member, so they live outside the client module.
+// share one cairn member (a process started through tests/harness), so
+// they live outside the client module.
 package concurrency_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/cairnkv/cairn/client"
 	"github.com/cairnkv/cairn/client/concurrency"
-	"github.com/cairnkv/cairn/server/config"
-	"github.com/cairnkv/cairn/server/embed"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // endpoint is the client URL of the member every test of the package
@@ -28,81 +21,24 @@ import (
 // cheap on a shared machine.
 var endpoint string
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+// TestMain starts the shared member, runs the tests and checks that they
+// leave no goroutine of the client behind.
+func TestMain(m *testing.M) { os.Exit(harness.NoLeaks(harness.Main(m, startMember))) }
 
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "concurrency-test")
+// startMember starts the shared single-member cluster.
+func startMember() error {
+	bin, err := harness.Build("cairn")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer os.RemoveAll(dir)
-	member, err := startMember(dir)
+	// The raft timings of the in-process member these tests used to run:
+	// they also set the shortest lease TTL (1 s).
+	member, err := harness.StartShared(bin, harness.Flags{Extra: []string{"--heartbeat-interval", "10", "--election-timeout", "100"}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	code := m.Run()
-	member.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return code
-}
-
-// startMember starts a single-member cluster, retrying on fresh ports when
-// another test binary took a port first.
-func startMember(dir string) (*embed.Member, error) {
-	for attempt := 1; ; attempt++ {
-		m, err := tryStartMember(fmt.Sprintf("%s/%d", dir, attempt))
-		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
-			return m, err
-		}
-	}
-}
-
-func tryStartMember(dir string) (*embed.Member, error) {
-	clientURL, err := freeURL()
-	if err != nil {
-		return nil, err
-	}
-	peerURL, err := freeURL()
-	if err != nil {
-		return nil, err
-	}
-	cfg := config.NewConfig()
-	cfg.Name, cfg.Dir = "m0", dir
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = "m0=" + peerURL.String()
-	m, err := embed.StartMember(cfg, zap.NewNop())
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-m.ReadyNotify():
-	case err := <-m.Err():
-		m.Close()
-		return nil, err
-	case <-time.After(20 * time.Second):
-		m.Close()
-		return nil, errors.New("member not ready")
-	}
-	endpoint = clientURL.String()
-	return m, nil
-}
-
-func freeURL() (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return url.URL{}, err
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+	endpoint = member.Endpoint()
+	return nil
 }
 
 // newClient connects to the shared member and closes when the test ends.
