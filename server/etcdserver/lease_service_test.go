@@ -27,6 +27,8 @@ type fakeLeaseMember struct {
 	leader   uint64
 	peerURLs map[uint64][]string
 	readErr  error // linearizableReadNotify's answer
+	reads    int   // linearizableReadNotify calls
+	stalled  bool  // raft's loop has not ticked lately (loopActive false)
 	authErr  error // RequireAuthInfo's answer
 	proposed []*pb.InternalRaftRequest
 }
@@ -46,7 +48,11 @@ func (f *fakeLeaseMember) Leader() uint64                               { return
 func (f *fakeLeaseMember) leads() bool                                  { return f.leader == f.self }
 func (f *fakeLeaseMember) leaderChanged() <-chan struct{}               { return make(chan struct{}) }
 func (f *fakeLeaseMember) memberPeerURLs(id uint64) []string            { return f.peerURLs[id] }
-func (f *fakeLeaseMember) linearizableReadNotify(context.Context) error { return f.readErr }
+func (f *fakeLeaseMember) linearizableReadNotify(context.Context) error {
+	f.reads++
+	return f.readErr
+}
+func (f *fakeLeaseMember) loopActive() bool { return !f.stalled }
 func (f *fakeLeaseMember) waitCommittedApplied(context.Context) error   { return nil }
 func (f *fakeLeaseMember) RequireAuthInfo(context.Context) error        { return f.authErr }
 func (f *fakeLeaseMember) leaseKeysPermitted(context.Context, []*lease.Lease, bool) error {
@@ -147,11 +153,33 @@ func TestLeaseServiceForwardingNeedsALeader(t *testing.T) {
 	}
 }
 
-func TestLeaseServiceLeaderCutOffFromQuorumDoesNotRenew(t *testing.T) {
-	leader, _ := leaderAndFollower(t)
-	leader.member.(*fakeLeaseMember).readErr = errs.ErrTimeout
-	if _, err := leader.LeaseRenew(testCtx(t), 7); !errors.Is(err, lease.ErrNotPrimary) {
-		t.Fatalf("renew on a leader without quorum: %v, want ErrNotPrimary", err)
+// A leader renews without a quorum round while raft's loop ticks (raft's
+// CheckQuorum steps it down once it is cut off); a leader whose loop is
+// held up asks for one, and refuses to renew when it fails.
+func TestLeaseServiceRenewChecksLeadershipOnlyWhenTheLoopStalls(t *testing.T) {
+	tests := []struct {
+		name      string
+		stalled   bool
+		readErr   error
+		wantReads int
+		wantErr   error
+	}{
+		{"loop ticks", false, errs.ErrTimeout, 0, nil},
+		{"loop stalled, quorum confirms", true, nil, 1, nil},
+		{"loop stalled, quorum lost", true, errs.ErrTimeout, 1, lease.ErrNotPrimary},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leader, _ := leaderAndFollower(t)
+			m := leader.member.(*fakeLeaseMember)
+			m.stalled, m.readErr = tt.stalled, tt.readErr // lease 7 exists
+			if _, err := leader.LeaseRenew(testCtx(t), 7); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("renew: %v, want %v", err, tt.wantErr)
+			}
+			if m.reads != tt.wantReads {
+				t.Fatalf("%d quorum rounds, want %d", m.reads, tt.wantReads)
+			}
+		})
 	}
 }
 

@@ -19,6 +19,7 @@ type viewedNode interface {
 	LeaderChanged() <-chan struct{}
 	Status() (raft.Status, error)
 	Campaign(ctx context.Context) error
+	LastTick() time.Time
 }
 
 // raftView is what this member knows of raft: who leads, the
@@ -32,6 +33,8 @@ type raftView struct {
 	applied appliedWaiter // likewise
 	stop    <-chan struct{}
 	lg      *zap.Logger
+	tick    time.Duration    // raft's tick (--heartbeat-interval)
+	now     func() time.Time // time.Now; tests set it
 
 	confState *raftpb.ConfState // written by the apply loop (or at start) only
 	learner   atomic.Bool       // this member is a learner in confState
@@ -39,6 +42,15 @@ type raftView struct {
 
 // leads reports whether this member is the raft leader now.
 func (v *raftView) leads() bool { return v.node.Leader() == v.self }
+
+// loopActive reports whether raft's loop ticked within the last three
+// ticks, which a loop held up (a WAL write that does not return, say)
+// does not. While it ticks, raft's CheckQuorum steps a leader down within
+// an election timeout of losing its quorum, so a lease renewal can trust
+// leads() without a quorum round, as etcd v3.7 does.
+func (v *raftView) loopActive() bool {
+	return v.now().Sub(v.node.LastTick()) < 3*v.tick
+}
 
 // leaderChanged is closed at the next change of leader.
 func (v *raftView) leaderChanged() <-chan struct{} { return v.node.LeaderChanged() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -16,7 +17,10 @@ import (
 type fakeViewedNode struct {
 	leader, commit uint64
 	campaigns      int
+	lastTick       time.Time
 }
+
+func (n *fakeViewedNode) LastTick() time.Time { return n.lastTick }
 
 func (n *fakeViewedNode) Leader() uint64                 { return n.leader }
 func (n *fakeViewedNode) LeaderChanged() <-chan struct{} { return nil }
@@ -102,5 +106,21 @@ func TestRaftViewWaitsForTheCommitIndex(t *testing.T) {
 	}
 	if v.campaignWhenApplied(); node.campaigns != 1 {
 		t.Errorf("stopped before applying: %d campaigns, want 1", node.campaigns)
+	}
+}
+
+// loopActive: raft's loop counts as active for three ticks after its last.
+func TestRaftViewLoopActive(t *testing.T) {
+	start := time.Unix(1000, 0)
+	tests := []struct {
+		since time.Duration
+		want  bool
+	}{{0, true}, {299 * time.Millisecond, true}, {300 * time.Millisecond, false}, {time.Minute, false}}
+	for _, tt := range tests {
+		v := &raftView{node: &fakeViewedNode{lastTick: start}, tick: 100 * time.Millisecond,
+			now: func() time.Time { return start.Add(tt.since) }}
+		if got := v.loopActive(); got != tt.want {
+			t.Errorf("%v after the last tick: active %v, want %v", tt.since, got, tt.want)
+		}
 	}
 }

@@ -98,7 +98,7 @@ func New(cfg *Config) (*Server, error) {
 	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.props = newProposer(b.id, c, s.gate, &s.appliedIndex, s.reqIDs, s.stopc)
-	s.raftView = &raftView{self: b.id, stop: s.stopc, lg: s.lg}
+	s.raftView = &raftView{self: b.id, stop: s.stopc, lg: s.lg, tick: c.tickInterval(), now: time.Now}
 	s.kvs = &KVService{self: b.id, member: s.view(), stores: s.stores, auth: s.gate, stop: s.stopc}
 	s.versions = &versionKeeper{self: b.id, member: s.view(), peers: c.peerHTTP, lg: s.lg, stop: s.stopc,
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}

@@ -114,6 +114,9 @@ type Node struct {
 	// handedOver says this member's leadership transfer ended and it has
 	// not learned the new leader yet; only the loop uses it.
 	handedOver bool
+	// lastTick is when the loop last ticked raft (unix nanoseconds); a
+	// loop held up, by a stuck WAL write say, stops ticking.
+	lastTick atomic.Int64
 
 	applyc     chan ToApply
 	readStatec chan raft.ReadState
@@ -187,6 +190,10 @@ func (n *Node) Errors() <-chan error { return n.errc }
 
 // Leader is the ID of the current leader as far as this member knows (0 = none).
 func (n *Node) Leader() uint64 { return n.lead.Load() }
+
+// LastTick is when the loop last ticked raft (its start before the first
+// tick).
+func (n *Node) LastTick() time.Time { return time.Unix(0, n.lastTick.Load()) }
 
 // Term is the latest raft term this member has persisted.
 func (n *Node) Term() uint64 { return n.term.Load() }
@@ -415,10 +422,12 @@ func (n *Node) run() {
 	defer close(n.donec)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	n.lastTick.Store(time.Now().UnixNano())
 	for {
 		select {
 		case <-ticker.C:
 			n.rn.Tick()
+			n.lastTick.Store(time.Now().UnixNano())
 			n.stepQueued() // proposals are held while there is no leader
 		case <-n.wake:
 			n.stepQueued()
