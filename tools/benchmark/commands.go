@@ -25,6 +25,7 @@ var commands = map[string]command{
 	"watch-latency":   parseWatchLatency,
 	"watch":           parseWatch,
 	"lease-keepalive": parseLeaseKeepAlive,
+	"lease-grant":     parseLeaseGrant,
 
 	"txn-mixed": parseTxnMixed,
 	"watch-get": parseWatchGet,

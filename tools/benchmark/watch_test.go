@@ -406,6 +406,26 @@ func TestLeaseKeepAliveEndToEnd(t *testing.T) {
 	}
 }
 
+func TestLeaseGrantEndToEnd(t *testing.T) {
+	f := newFakeWatchKV()
+	var rep testReport
+	out, err := runStreamTool(t, startWatchFake(t, f), &rep, "--clients", "4", "--conns", "2", "lease-grant", "--total", "100")
+	if err != nil {
+		t.Fatalf("execute: %v\n%s", err, out)
+	}
+	if rep.Planned != 100 || rep.Succeeded != 100 || rep.Failed != 0 || len(rep.Percentiles) == 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(out, "Grants/sec:") {
+		t.Errorf("output:\n%s", out)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.grants != 100 || f.revokes != 100 {
+		t.Errorf("server saw %d grants, %d revokes; want 100 and 100 (every lease revoked after the run)", f.grants, f.revokes)
+	}
+}
+
 func TestLeaseKeepAliveCountsExpiredLease(t *testing.T) {
 	f := newFakeWatchKV()
 	f.expireAfter = 30
@@ -431,6 +451,8 @@ func TestStreamCommandUsageErrors(t *testing.T) {
 		{"watch-latency", "extra"},
 		{"lease-keepalive", "--ttl", "0"},
 		{"lease-keepalive", "--total", "0"},
+		{"lease-grant", "--ttl", "0"},
+		{"lease-grant", "extra"},
 	} {
 		err := execute(context.Background(), args, io.Discard, io.Discard)
 		if !errors.Is(err, errUsage) {

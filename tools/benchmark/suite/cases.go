@@ -43,6 +43,7 @@ func standardSuite() []benchCase {
 		{"watch-latency", []string{"--clients", "10", "--conns", "10", "watch-latency", "--watchers", "100", "--streams", "10", "--put-total", "1000", "--put-rate", "500"},
 			[]rowRef{{"watch-latency puts", "puts"}, {"watch-latency put-to-event", "events"}}},
 		{"lease-keepalive", []string{"--clients", many, "--conns", "10", "lease-keepalive", "--total", "20000"}, flat("lease-keepalive")},
+		{"lease-grant", []string{"--clients", many, "--conns", "10", "lease-grant", "--total", "5000"}, flat("lease-grant")},
 		{"stm", []string{"--clients", "20", "--conns", "5", "stm", "--total", "2000", "--keys", "1000", "--keys-per-txn", "2", "--isolation", "ss"},
 			[]rowRef{{"stm (ss, 2 keys of 1000)", "txns"}}},
 	}
