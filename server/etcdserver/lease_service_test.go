@@ -43,18 +43,18 @@ func newFakeLeaseMember(t *testing.T, self, leader uint64) *fakeLeaseMember {
 	return &fakeLeaseMember{lessor: l, self: self, leader: leader, peerURLs: map[uint64][]string{}}
 }
 
-func (f *fakeLeaseMember) currentLessor() *lease.Lessor                 { return f.lessor }
-func (f *fakeLeaseMember) Leader() uint64                               { return f.leader }
-func (f *fakeLeaseMember) leads() bool                                  { return f.leader == f.self }
-func (f *fakeLeaseMember) leaderChanged() <-chan struct{}               { return make(chan struct{}) }
-func (f *fakeLeaseMember) memberPeerURLs(id uint64) []string            { return f.peerURLs[id] }
+func (f *fakeLeaseMember) currentLessor() *lease.Lessor      { return f.lessor }
+func (f *fakeLeaseMember) Leader() uint64                    { return f.leader }
+func (f *fakeLeaseMember) leads() bool                       { return f.leader == f.self }
+func (f *fakeLeaseMember) leaderChanged() <-chan struct{}    { return make(chan struct{}) }
+func (f *fakeLeaseMember) memberPeerURLs(id uint64) []string { return f.peerURLs[id] }
 func (f *fakeLeaseMember) linearizableReadNotify(context.Context) error {
 	f.reads++
 	return f.readErr
 }
-func (f *fakeLeaseMember) loopActive() bool { return !f.stalled }
-func (f *fakeLeaseMember) waitCommittedApplied(context.Context) error   { return nil }
-func (f *fakeLeaseMember) RequireAuthInfo(context.Context) error        { return f.authErr }
+func (f *fakeLeaseMember) loopActive() bool                           { return !f.stalled }
+func (f *fakeLeaseMember) waitCommittedApplied(context.Context) error { return nil }
+func (f *fakeLeaseMember) RequireAuthInfo(context.Context) error      { return f.authErr }
 func (f *fakeLeaseMember) leaseKeysPermitted(context.Context, []*lease.Lease, bool) error {
 	return nil
 }
