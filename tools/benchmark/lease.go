@@ -28,18 +28,24 @@ var errLeaseNotFound = errors.New("keepalive answered with TTL <= 0: lease not f
 
 func parseLeaseKeepAlive(g *globalConfig, args []string, stderr io.Writer) (*workload, error) {
 	c := &leaseConfig{}
-	fs := newCommandFlags("lease-keepalive", g, &c.total, stderr)
-	fs.Int64Var(&c.ttl, "ttl", 60, "TTL in seconds of each client's lease")
-	if err := parseNoPositional(fs, args); err != nil {
-		return nil, err
-	}
-	if c.ttl < 1 {
-		return nil, fmt.Errorf("%w: --ttl must be at least 1", errUsage)
-	}
-	if err := checkTotal(c.total); err != nil {
+	if err := parseLeaseFlags("lease-keepalive", g, args, stderr, &c.total, &c.ttl); err != nil {
 		return nil, err
 	}
 	return &workload{name: "lease-keepalive", total: c.total, run: c.run}, nil
+}
+
+// parseLeaseFlags parses the flags the lease commands share: --total and
+// --ttl (seconds, at least 1).
+func parseLeaseFlags(name string, g *globalConfig, args []string, stderr io.Writer, total, ttl *int64) error {
+	fs := newCommandFlags(name, g, total, stderr)
+	fs.Int64Var(ttl, "ttl", 60, "TTL in seconds of each lease")
+	if err := parseNoPositional(fs, args); err != nil {
+		return err
+	}
+	if *ttl < 1 {
+		return fmt.Errorf("%w: --ttl must be at least 1", errUsage)
+	}
+	return checkTotal(*total)
 }
 
 // leaseClient is one client: its lease and the stream it keeps it alive on.

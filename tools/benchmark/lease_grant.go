@@ -24,15 +24,7 @@ type leaseGrantConfig struct {
 
 func parseLeaseGrant(g *globalConfig, args []string, stderr io.Writer) (*workload, error) {
 	c := &leaseGrantConfig{}
-	fs := newCommandFlags("lease-grant", g, &c.total, stderr)
-	fs.Int64Var(&c.ttl, "ttl", 60, "TTL in seconds of each lease")
-	if err := parseNoPositional(fs, args); err != nil {
-		return nil, err
-	}
-	if c.ttl < 1 {
-		return nil, fmt.Errorf("%w: --ttl must be at least 1", errUsage)
-	}
-	if err := checkTotal(c.total); err != nil {
+	if err := parseLeaseFlags("lease-grant", g, args, stderr, &c.total, &c.ttl); err != nil {
 		return nil, err
 	}
 	return &workload{name: "lease-grant", total: c.total, run: c.run}, nil
