@@ -263,11 +263,7 @@ func crash(t *testing.T, b Backend) {
 func TestPreCommitIsAtomicWithCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	var index uint64
-	hook := func(tx UnsafeWriter) { PutUint64(tx, BucketMeta, MetaConsistentIndex, index) }
-	b, err := Open(Config{Path: path, PreCommit: hook})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openWithIndexHook(t, path, &index)
 	index = 5
 	put(b, testBucket, "committed", "x")
 	b.Commit()

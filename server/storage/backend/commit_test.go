@@ -9,6 +9,19 @@ import (
 	"time"
 )
 
+// openWithIndexHook opens a backend at path whose PreCommit stores *index
+// as the consistent index, as the member's hook does. The caller closes it
+// (or crashes it).
+func openWithIndexHook(t *testing.T, path string, index *uint64) Backend {
+	t.Helper()
+	hook := func(tx UnsafeWriter) { PutUint64(tx, BucketMeta, MetaConsistentIndex, *index) }
+	b, err := Open(Config{Path: path, PreCommit: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // holdCommits makes every commit of b stop just before bbolt commits until
 // the returned release is called; entered receives once per held commit.
 func holdCommits(b Backend) (entered <-chan struct{}, release func()) {
@@ -28,11 +41,7 @@ func holdCommits(b Backend) (entered <-chan struct{}, release func()) {
 func TestWritersAndReadersDoNotWaitForACommitBeingWritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	var index uint64
-	hook := func(tx UnsafeWriter) { PutUint64(tx, BucketMeta, MetaConsistentIndex, index) }
-	b, err := Open(Config{Path: path, PreCommit: hook})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openWithIndexHook(t, path, &index)
 	entered, release := holdCommits(b)
 	index = 7
 	put(b, testBucket, "a", "cut")
