@@ -289,14 +289,14 @@ func putOp(o *opts, args []string, stdin io.Reader) (string, string, []client.Op
 	if id != 0 {
 		ops = append(ops, client.WithLease(client.LeaseID(id)))
 	}
-	if o.prevKV {
-		ops = append(ops, client.WithPrevKV())
-	}
-	if o.ignoreValue {
-		ops = append(ops, client.WithIgnoreValue())
-	}
-	if o.ignoreLease {
-		ops = append(ops, client.WithIgnoreLease())
+	// The boolean flags map one to one onto options.
+	for _, f := range []struct {
+		set bool
+		op  func() client.OpOption
+	}{{o.prevKV, client.WithPrevKV}, {o.ignoreValue, client.WithIgnoreValue}, {o.ignoreLease, client.WithIgnoreLease}} {
+		if f.set {
+			ops = append(ops, f.op())
+		}
 	}
 	return key, value, ops, nil
 }

@@ -358,8 +358,10 @@ func transferring(st raft.BasicStatus) bool {
 // knows the new leader. The transfer ends when the transferee's campaign
 // reaches this member, which steps down knowing no leader yet; raft would
 // drop a proposal then, a forwarded one silently.
-func (n *Node) holding() bool {
-	st := n.rn.BasicStatus()
+func (n *Node) holding() bool { return n.holdingAt(n.rn.BasicStatus()) }
+
+// holdingAt is holding for a status the caller already read.
+func (n *Node) holdingAt(st raft.BasicStatus) bool {
 	switch {
 	case transferring(st):
 		n.handedOver = true
@@ -486,7 +488,7 @@ func (n *Node) processReadys() bool {
 // It asks raft, not Leader: that is what the last Ready published, and a
 // message stepped since may have left raft without a leader.
 func (n *Node) stepProposals() {
-	if n.holding() || n.rn.BasicStatus().Lead == raft.None {
+	if st := n.rn.BasicStatus(); n.holdingAt(st) || st.Lead == raft.None {
 		n.dropExpired()
 		return
 	}
