@@ -485,3 +485,39 @@ func TestCommitIDTellsCommittedStates(t *testing.T) {
 		t.Fatalf("another program's commit kept the ID %+v", got)
 	}
 }
+
+// TestFileGrowsPastItsDataByAtMostOneStep: bbolt grows the file by
+// fileGrowStep beyond what a commit needs (counted from the page after its
+// high-water mark), so the file never stands more than 4 MiB and a page
+// above dbSize; with bbolt's default step of 16 MiB it would. Grow steps
+// are only taken with fsync on (NoGrowSync skips the truncate).
+func TestFileGrowsPastItsDataByAtMostOneStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	value := bytes.Repeat([]byte("v"), 1024)
+	maxOvershoot := int64(0)
+	for commit := range 48 {
+		tx := b.BatchTx()
+		tx.Lock()
+		for i := range 512 {
+			tx.UnsafePut(testBucket, fmt.Appendf(nil, "%04d-%04d", commit, i), value)
+		}
+		tx.Unlock()
+		b.Commit()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxOvershoot = max(maxOvershoot, st.Size()-b.Size())
+	}
+	if b.Size() < 3*fileGrowStep {
+		t.Fatalf("dbSize %d: the test must grow the file by several steps", b.Size())
+	}
+	if limit := int64(4<<20 + os.Getpagesize()); maxOvershoot > limit {
+		t.Fatalf("file stood %d bytes above dbSize, want at most %d", maxOvershoot, limit)
+	}
+}

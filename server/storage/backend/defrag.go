@@ -254,7 +254,7 @@ func (c *defragCopy) bulk(src *bolt.Tx) error {
 	// as etcd's (which copies the same way).
 	opts.InitialMmapSize = 0
 	opts.Mlock = false
-	db, err := bolt.Open(c.path, 0o600, &opts)
+	db, err := openBolt(c.path, &opts)
 	if err != nil {
 		return fmt.Errorf("backend: defrag: open %s: %w", c.path, err)
 	}
@@ -280,7 +280,7 @@ func (c *defragCopy) reopen() error {
 	}
 	opts := *c.b.bopts
 	opts.NoSync = true // catch-up rounds sync explicitly
-	db, err := bolt.Open(c.path, 0o600, &opts)
+	db, err := openBolt(c.path, &opts)
 	if err != nil {
 		return fmt.Errorf("backend: defrag: reopen %s: %w", c.path, err)
 	}
