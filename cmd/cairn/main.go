@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/gctuner"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/discovery"
 	"github.com/cairnkv/cairn/server/embed"
@@ -48,6 +49,10 @@ func run(args, environ []string) int {
 	defer closeLog()
 	defer lg.Sync()
 	cfg.LogNotices(lg)
+	// A small heap's collections would otherwise cost more CPU than the
+	// requests that fill it (see pkg/gctuner); GOGC in the environment
+	// turns this off.
+	defer gctuner.Start(gctuner.DefaultHeadroom)()
 	return serve(cfg, lg)
 }
 
