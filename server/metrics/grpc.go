@@ -204,13 +204,13 @@ const clientAPIVersionKey = "client-api-version"
 // countClientRequest counts a call by its type and the client's announced
 // API version ("unknown" for clients that announce none).
 func countClientRequest(ctx context.Context, typ string) {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return
-	}
+	// ValueFromIncomingContext reads the one key; FromIncomingContext
+	// would copy the whole metadata map on every request.
 	ver := "unknown"
-	if vs := md.Get(clientAPIVersionKey); len(vs) > 0 {
+	if vs := metadata.ValueFromIncomingContext(ctx, clientAPIVersionKey); len(vs) > 0 {
 		ver = vs[0]
+	} else if _, ok := metadata.FromIncomingContext(ctx); !ok {
+		return // not a call that came through a gRPC transport
 	}
 	ClientRequests.WithLabelValues(typ, ver).Inc()
 }

@@ -239,3 +239,36 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 		}
 	})
 }
+
+// TestClientRequestsByAnnouncedVersion: a call is counted under the API
+// version its client announced, "unknown" without one, and not at all
+// outside a gRPC transport (no incoming metadata).
+func TestClientRequestsByAnnouncedVersion(t *testing.T) {
+	series := func(ver string) string {
+		return `etcd_server_client_requests_total{client_api_version="` + ver + `",type="unary"}`
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		ver  string // the series that must grow by one; "" for none
+	}{
+		{"announced", metadata.NewIncomingContext(context.Background(), metadata.Pairs(clientAPIVersionKey, "3.7")), "3.7"},
+		{"not announced", metadata.NewIncomingContext(context.Background(), metadata.Pairs("other", "x")), "unknown"},
+		{"no metadata", context.Background(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := map[string]float64{"3.7": value(t, series("3.7")), "unknown": value(t, series("unknown"))}
+			countClientRequest(tt.ctx, "unary")
+			for ver, was := range before {
+				want := max(was, 0)
+				if ver == tt.ver {
+					want++
+				}
+				if got := max(value(t, series(ver)), 0); got != want {
+					t.Errorf("%s = %v, want %v", series(ver), got, want)
+				}
+			}
+		})
+	}
+}
