@@ -24,8 +24,8 @@ type kvMember interface {
 	linearizableReadNotify(ctx context.Context) error
 	propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error)
 	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
-	// fillHeader completes a header the applier started.
-	fillHeader(h **pb.ResponseHeader)
+	// fillHeader completes, in place, the header the applier started.
+	fillHeader(h *pb.ResponseHeader)
 }
 
 // kvStores are the member's stores as KVService reads them; each call
@@ -78,7 +78,7 @@ func (k *KVService) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.Ran
 	if err != nil {
 		return nil, err
 	}
-	k.member.fillHeader(&resp.Header)
+	k.member.fillHeader(resp.Header)
 	return resp, nil
 }
 
@@ -87,24 +87,12 @@ func (k *KVService) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse,
 	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Put: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.PutResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.PutResponse](ctx, k.member, &pb.InternalRaftRequest{Put: r})
 }
 
 // DeleteRange proposes a delete.
 func (k *KVService) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{DeleteRange: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.DeleteRangeResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.DeleteRangeResponse](ctx, k.member, &pb.InternalRaftRequest{DeleteRange: r})
 }
 
 // Txn proposes a transaction; one that only reads is served locally after a
@@ -121,13 +109,7 @@ func (k *KVService) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse,
 	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Txn: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.TxnResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.TxnResponse](ctx, k.member, &pb.InternalRaftRequest{Txn: r})
 }
 
 // readOnlyTxn serves a Txn of reads locally; the applier checks the
@@ -141,7 +123,7 @@ func (k *KVService) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnR
 	if err != nil {
 		return nil, err
 	}
-	k.member.fillHeader(&out.Header)
+	k.member.fillHeader(out.Header)
 	return out, nil
 }
 
@@ -165,7 +147,7 @@ func (k *KVService) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.C
 		}
 	}
 	out := res.Resp.(*pb.CompactionResponse)
-	k.member.fillHeader(&out.Header)
+	k.member.fillHeader(out.Header)
 	return out, nil
 }
 
