@@ -20,9 +20,6 @@ const keepAliveBuffer = 16
 // before it knows the lease's TTL.
 const firstKeepAliveWindow = 5 * time.Second
 
-// LeaseRevokeResponse is the wire message.
-type LeaseRevokeResponse = pb.LeaseRevokeResponse
-
 // LeaseGrantResponse answers Grant.
 type LeaseGrantResponse struct {
 	*pb.ResponseHeader

@@ -9,16 +9,6 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 )
 
-// Responses of the Maintenance API; they are the wire messages.
-type (
-	AlarmMember        = pb.AlarmMember
-	AlarmResponse      = pb.AlarmResponse
-	StatusResponse     = pb.StatusResponse
-	HashKVResponse     = pb.HashKVResponse
-	DefragmentResponse = pb.DefragmentResponse
-	MoveLeaderResponse = pb.MoveLeaderResponse
-)
-
 // Maintenance inspects and maintains members. Calls that take an endpoint
 // go to that member over a connection of their own.
 type Maintenance interface {
