@@ -87,9 +87,10 @@ func urlStrings(us []url.URL) []string {
 	return out
 }
 
-// parseURLsMap parses "name=url,name=url"; a name may repeat to give a
-// member several URLs. Empty items are skipped, as in etcd.
-func parseURLsMap(s string) (map[string][]url.URL, error) {
+// SplitNamedURLs splits a "name=url,name=url" list (--initial-cluster) by
+// name, the URLs unparsed; a name may repeat to give a member several URLs.
+// Empty items are skipped, as in etcd.
+func SplitNamedURLs(s string) map[string][]string {
 	raw := make(map[string][]string)
 	for _, item := range strings.Split(s, ",") {
 		if item == "" {
@@ -98,6 +99,12 @@ func parseURLsMap(s string) (map[string][]url.URL, error) {
 		name, u, _ := strings.Cut(item, "=")
 		raw[name] = append(raw[name], u)
 	}
+	return raw
+}
+
+// parseURLsMap parses a "name=url,name=url" list (SplitNamedURLs).
+func parseURLsMap(s string) (map[string][]url.URL, error) {
+	raw := SplitNamedURLs(s)
 	out := make(map[string][]url.URL, len(raw))
 	for name, strs := range raw {
 		us, err := parseURLs(strs)
@@ -142,31 +149,24 @@ func (f urlsFlag) String() string {
 	return strings.Join(urlStrings(*f.dst), ",")
 }
 
-// stringsFlag is a comma-separated list kept in the given order.
-type stringsFlag struct{ dst *[]string }
-
-func (f stringsFlag) Set(s string) error {
-	*f.dst = strings.Split(s, ",")
-	return nil
+// listFlag is a comma-separated list, kept in the given order unless tidy
+// rewrites it (uniqueSorted for the sets etcd keeps in a map and reads back
+// sorted).
+type listFlag struct {
+	dst  *[]string
+	tidy func([]string) []string
 }
 
-func (f stringsFlag) String() string {
-	if f.dst == nil {
-		return ""
+func (f listFlag) Set(s string) error {
+	v := strings.Split(s, ",")
+	if f.tidy != nil {
+		v = f.tidy(v)
 	}
-	return strings.Join(*f.dst, ",")
-}
-
-// uniqueStringsFlag is a comma-separated set, stored sorted (etcd keeps
-// such lists in a map and reads them back sorted).
-type uniqueStringsFlag struct{ dst *[]string }
-
-func (f uniqueStringsFlag) Set(s string) error {
-	*f.dst = uniqueSorted(strings.Split(s, ","))
+	*f.dst = v
 	return nil
 }
 
-func (f uniqueStringsFlag) String() string {
+func (f listFlag) String() string {
 	if f.dst == nil {
 		return ""
 	}
