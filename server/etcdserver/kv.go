@@ -71,15 +71,7 @@ func (k *KVService) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.Ran
 	}
 	metrics.MVCCRange.Inc()
 	check := func(ai auth.AuthInfo) error { return k.auth.rangePermitted(ai, r.Key, r.RangeEnd) }
-	err = k.auth.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
-		resp, err = k.stores.rangeLocal(ctx, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	k.member.fillHeader(resp.Header)
-	return resp, nil
+	return readLocal(ctx, k, check, func(auth.AuthInfo) (*pb.RangeResponse, error) { return k.stores.rangeLocal(ctx, r) })
 }
 
 // Put proposes a put.
@@ -115,15 +107,23 @@ func (k *KVService) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse,
 // readOnlyTxn serves a Txn of reads locally; the applier checks the
 // sender's permissions as it would in the apply step.
 func (k *KVService) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	var out *pb.TxnResponse
-	err := k.auth.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) (err error) {
-		out, err = k.stores.txnLocal(ctx, ai, r)
+	return readLocal(ctx, k, noCheck, func(ai auth.AuthInfo) (*pb.TxnResponse, error) { return k.stores.txnLocal(ctx, ai, r) })
+}
+
+// readLocal serves a read from the local stores: check, then read, as the
+// sender's auth allows (authorizedRead), and the member completes the
+// header of the answer.
+func readLocal[T headedAnswer](ctx context.Context, k *KVService, check func(auth.AuthInfo) error, read func(auth.AuthInfo) (T, error)) (T, error) {
+	var out T
+	err := k.auth.authorizedRead(ctx, check, func(ai auth.AuthInfo) (err error) {
+		out, err = read(ai)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	k.member.fillHeader(out.Header)
+	k.member.fillHeader(out.GetHeader())
 	return out, nil
 }
 
