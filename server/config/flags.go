@@ -65,9 +65,9 @@ var (
 
 	uint32Ref = throughValue(func(p *uint32) flag.Value { return uint32Flag{p} })
 	urls      = throughValue(func(p *[]url.URL) flag.Value { return urlsFlag{p} })
-	list      = throughValue(func(p *[]string) flag.Value { return listFlag{dst: p} })
-	set       = throughValue(func(p *[]string) flag.Value { return listFlag{dst: p, tidy: uniqueSorted} })
-	cors      = throughValue(func(p *[]string) flag.Value { return corsFlag{p} })
+	list      = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitList} })
+	set       = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitSet} })
+	cors      = throughValue(func(p *[]string) flag.Value { return listFlag{p, corsOrigins} })
 	gates     = throughValue(func(p *map[string]bool) flag.Value { return featureGatesFlag{p} })
 )
 

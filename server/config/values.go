@@ -149,18 +149,17 @@ func (f urlsFlag) String() string {
 	return strings.Join(urlStrings(*f.dst), ",")
 }
 
-// listFlag is a comma-separated list, kept in the given order unless tidy
-// rewrites it (uniqueSorted for the sets etcd keeps in a map and reads back
-// sorted).
+// listFlag is a comma-separated list flag; parse turns a value into the
+// list kept (splitList, splitSet, corsOrigins).
 type listFlag struct {
-	dst  *[]string
-	tidy func([]string) []string
+	dst   *[]string
+	parse func(s string) ([]string, error)
 }
 
 func (f listFlag) Set(s string) error {
-	v := strings.Split(s, ",")
-	if f.tidy != nil {
-		v = f.tidy(v)
+	v, err := f.parse(s)
+	if err != nil {
+		return err
 	}
 	*f.dst = v
 	return nil
@@ -172,6 +171,13 @@ func (f listFlag) String() string {
 	}
 	return strings.Join(*f.dst, ",")
 }
+
+// splitList keeps the items in the given order.
+func splitList(s string) ([]string, error) { return strings.Split(s, ","), nil }
+
+// splitSet keeps the items as a set, sorted (etcd keeps such lists in a map
+// and reads them back sorted).
+func splitSet(s string) ([]string, error) { return uniqueSorted(strings.Split(s, ",")), nil }
 
 func uniqueSorted(in []string) []string {
 	seen := make(map[string]bool, len(in))
@@ -269,25 +275,15 @@ func (ignoredFlag) IsBoolFlag() bool { return true }
 func (ignoredFlag) Set(string) error { return nil }
 func (ignoredFlag) String() string   { return "" }
 
-// corsFlag is etcd's --cors: "*" or a list of origin URLs.
-type corsFlag struct{ dst *[]string }
-
-func (f corsFlag) Set(s string) error {
+// corsOrigins reads etcd's --cors: "*" or a list of origin URLs, kept as
+// a sorted set.
+func corsOrigins(s string) ([]string, error) {
 	if s == "*" {
-		*f.dst = []string{"*"}
-		return nil
+		return []string{"*"}, nil
 	}
 	us, err := parseUniqueURLs(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	*f.dst = uniqueSorted(urlStrings(us))
-	return nil
-}
-
-func (f corsFlag) String() string {
-	if f.dst == nil {
-		return ""
-	}
-	return strings.Join(*f.dst, ",")
+	return uniqueSorted(urlStrings(us)), nil
 }
