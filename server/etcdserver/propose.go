@@ -294,7 +294,7 @@ func proposeAs[T proto.Message](ctx context.Context, p requestProposer, r *pb.In
 	}
 	out, ok := resp.(T)
 	if !ok {
-		return zero, fmt.Errorf("etcdserver: unexpected response %T to a %T", resp, zero)
+		return zero, fmt.Errorf("etcdserver: unexpected response %T (want %T)", resp, zero)
 	}
 	return out, nil
 }
