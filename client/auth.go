@@ -9,26 +9,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
-// Responses of the Auth API; they are the wire messages.
+// Auth types of the wire format.
 type (
-	AuthEnableResponse               = pb.AuthEnableResponse
-	AuthDisableResponse              = pb.AuthDisableResponse
-	AuthStatusResponse               = pb.AuthStatusResponse
-	AuthenticateResponse             = pb.AuthenticateResponse
-	AuthUserAddResponse              = pb.AuthUserAddResponse
-	AuthUserDeleteResponse           = pb.AuthUserDeleteResponse
-	AuthUserChangePasswordResponse   = pb.AuthUserChangePasswordResponse
-	AuthUserGrantRoleResponse        = pb.AuthUserGrantRoleResponse
-	AuthUserGetResponse              = pb.AuthUserGetResponse
-	AuthUserRevokeRoleResponse       = pb.AuthUserRevokeRoleResponse
-	AuthRoleAddResponse              = pb.AuthRoleAddResponse
-	AuthRoleGrantPermissionResponse  = pb.AuthRoleGrantPermissionResponse
-	AuthRoleGetResponse              = pb.AuthRoleGetResponse
-	AuthRoleRevokePermissionResponse = pb.AuthRoleRevokePermissionResponse
-	AuthRoleDeleteResponse           = pb.AuthRoleDeleteResponse
-	AuthUserListResponse             = pb.AuthUserListResponse
-	AuthRoleListResponse             = pb.AuthRoleListResponse
-
 	// Permission is one key or key range a role may read and/or write.
 	Permission = authpb.Permission
 	// UserAddOptions are the options of UserAddWithOptions.

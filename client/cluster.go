@@ -6,16 +6,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
-// Responses of the Cluster API; they are the wire messages.
-type (
-	Member                = pb.Member
-	MemberListResponse    = pb.MemberListResponse
-	MemberAddResponse     = pb.MemberAddResponse
-	MemberRemoveResponse  = pb.MemberRemoveResponse
-	MemberUpdateResponse  = pb.MemberUpdateResponse
-	MemberPromoteResponse = pb.MemberPromoteResponse
-)
-
 // Cluster manages the cluster's membership.
 type Cluster interface {
 	// MemberList lists the members; linearizable unless WithSerializable.

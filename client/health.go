@@ -132,10 +132,8 @@ func (c *Client) checkAll(eps []endpoint) map[string]memberHealth {
 }
 
 func (c *Client) checkOne(ctx context.Context, raw string) memberHealth {
-	var st *pb.StatusResponse
-	err := c.onEndpoint(raw, func(mc pb.MaintenanceClient) (err error) {
-		st, err = mc.Status(ctx, &pb.StatusRequest{})
-		return err
+	st, err := onEndpoint(c, raw, func(mc pb.MaintenanceClient) (*pb.StatusResponse, error) {
+		return mc.Status(ctx, &pb.StatusRequest{})
 	})
 	if err != nil {
 		return memberHealth{}

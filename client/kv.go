@@ -7,15 +7,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Responses of the KV API; they are the wire messages.
-type (
-	GetResponse     = pb.RangeResponse
-	PutResponse     = pb.PutResponse
-	DeleteResponse  = pb.DeleteRangeResponse
-	TxnResponse     = pb.TxnResponse
-	CompactResponse = pb.CompactionResponse
-)
-
 // KV reads and writes keys.
 type KV interface {
 	// Get reads key, or a range of keys with WithPrefix, WithRange or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -19,9 +18,6 @@ const keepAliveBuffer = 16
 // firstKeepAliveWindow bounds how long KeepAlive tries to reach the cluster
 // before it knows the lease's TTL.
 const firstKeepAliveWindow = 5 * time.Second
-
-// LeaseRevokeResponse is the wire message.
-type LeaseRevokeResponse = pb.LeaseRevokeResponse
 
 // LeaseGrantResponse answers Grant.
 type LeaseGrantResponse struct {
@@ -85,21 +81,14 @@ type Lease interface {
 type lessor struct {
 	c      *Client
 	remote pb.LeaseClient
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	keep   *workers // the KeepAlive loops
 }
 
 // NewLease returns the Lease API of c; Close it to stop its keep-alives.
 func NewLease(c *Client) Lease { return newLessor(c) }
 
 func newLessor(c *Client) *lessor {
-	l := &lessor{c: c, remote: pb.NewLeaseClient(c.conn)}
-	l.ctx, l.cancel = context.WithCancel(c.ctx)
-	return l
+	return &lessor{c: c, remote: pb.NewLeaseClient(c.conn), keep: newWorkers(c.ctx)}
 }
 
 func (l *lessor) Grant(ctx context.Context, ttl int64) (*LeaseGrantResponse, error) {
@@ -174,32 +163,20 @@ func (l *lessor) keepAliveOnce(ctx context.Context, id LeaseID) (*LeaseKeepAlive
 }
 
 func (l *lessor) KeepAlive(ctx context.Context, id LeaseID) (<-chan *LeaseKeepAliveResponse, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, ErrClientClosed
-	}
 	ch := make(chan *LeaseKeepAliveResponse, keepAliveBuffer)
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
+	started := l.keep.start(ctx, func(ctx context.Context) {
 		defer close(ch)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(l.ctx, cancel)
-		defer stop()
 		ka := &keepAlive{l: l, id: id, ch: ch, deadline: time.Now().Add(firstKeepAliveWindow)}
 		ka.run(ctx)
-	}()
+	})
+	if !started {
+		return nil, ErrClientClosed
+	}
 	return ch, nil
 }
 
 func (l *lessor) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-	l.cancel()
-	l.wg.Wait()
+	l.keep.close()
 	return nil
 }
 

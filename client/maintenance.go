@@ -9,16 +9,6 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 )
 
-// Responses of the Maintenance API; they are the wire messages.
-type (
-	AlarmMember        = pb.AlarmMember
-	AlarmResponse      = pb.AlarmResponse
-	StatusResponse     = pb.StatusResponse
-	HashKVResponse     = pb.HashKVResponse
-	DefragmentResponse = pb.DefragmentResponse
-	MoveLeaderResponse = pb.MoveLeaderResponse
-)
-
 // Maintenance inspects and maintains members. Calls that take an endpoint
 // go to that member over a connection of their own.
 type Maintenance interface {
@@ -58,28 +48,22 @@ func (m *maintenance) AlarmDisarm(ctx context.Context, am *AlarmMember) (*AlarmR
 }
 
 func (m *maintenance) Status(ctx context.Context, endpoint string) (*StatusResponse, error) {
-	var r *StatusResponse
-	err := m.c.onEndpoint(endpoint, func(mc pb.MaintenanceClient) (err error) {
-		r, err = mc.Status(ctx, &pb.StatusRequest{})
-		return err
+	r, err := onEndpoint(m.c, endpoint, func(mc pb.MaintenanceClient) (*StatusResponse, error) {
+		return mc.Status(ctx, &pb.StatusRequest{})
 	})
 	return r, toErr(ctx, err)
 }
 
 func (m *maintenance) HashKV(ctx context.Context, endpoint string, rev int64) (*HashKVResponse, error) {
-	var r *HashKVResponse
-	err := m.c.onEndpoint(endpoint, func(mc pb.MaintenanceClient) (err error) {
-		r, err = mc.HashKV(ctx, &pb.HashKVRequest{Revision: rev})
-		return err
+	r, err := onEndpoint(m.c, endpoint, func(mc pb.MaintenanceClient) (*HashKVResponse, error) {
+		return mc.HashKV(ctx, &pb.HashKVRequest{Revision: rev})
 	})
 	return r, toErr(ctx, err)
 }
 
 func (m *maintenance) Defragment(ctx context.Context, endpoint string) (*DefragmentResponse, error) {
-	var r *DefragmentResponse
-	err := m.c.onEndpoint(endpoint, func(mc pb.MaintenanceClient) (err error) {
-		r, err = mc.Defragment(ctx, &pb.DefragmentRequest{})
-		return err
+	r, err := onEndpoint(m.c, endpoint, func(mc pb.MaintenanceClient) (*DefragmentResponse, error) {
+		return mc.Defragment(ctx, &pb.DefragmentRequest{})
 	})
 	return r, toErr(ctx, err)
 }
@@ -132,14 +116,16 @@ func (s *snapshotReader) Close() error {
 	return nil
 }
 
-// onEndpoint runs f against one endpoint over a connection of its own.
-func (c *Client) onEndpoint(raw string, f func(pb.MaintenanceClient) error) error {
+// onEndpoint makes call against one endpoint, over a connection of its
+// own.
+func onEndpoint[R any](c *Client, raw string, call func(pb.MaintenanceClient) (R, error)) (R, error) {
 	conn, err := c.dialEndpoint(raw)
 	if err != nil {
-		return err
+		var zero R
+		return zero, err
 	}
 	defer conn.Close()
-	return f(pb.NewMaintenanceClient(conn))
+	return call(pb.NewMaintenanceClient(conn))
 }
 
 // dialEndpoint opens a conn to one endpoint, with the client's options

@@ -90,12 +90,9 @@ type Watcher interface {
 type watcher struct {
 	c      *Client
 	remote pb.WatchClient
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	runs   *workers // one per Watch
 
 	mu      sync.Mutex
-	closed  bool
 	streams map[*watchStream]struct{}
 }
 
@@ -103,31 +100,20 @@ type watcher struct {
 func NewWatcher(c *Client) Watcher { return newWatcher(c) }
 
 func newWatcher(c *Client) *watcher {
-	w := &watcher{c: c, remote: pb.NewWatchClient(c.conn), streams: map[*watchStream]struct{}{}}
-	w.ctx, w.cancel = context.WithCancel(c.ctx)
-	return w
+	return &watcher{c: c, remote: pb.NewWatchClient(c.conn), runs: newWorkers(c.ctx), streams: map[*watchStream]struct{}{}}
 }
 
 func (w *watcher) Watch(ctx context.Context, key string, opts ...OpOption) WatchChan {
 	op := newOp(tRange, key, opts)
 	ch := make(chan WatchResponse)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		close(ch)
-		return ch
-	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
+	started := w.runs.start(ctx, func(ctx context.Context) {
 		defer close(ch)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(w.ctx, cancel)
-		defer stop()
 		ws := &watchStream{w: w, op: op, ch: ch, next: op.rev}
 		ws.run(ctx)
-	}()
+	})
+	if !started {
+		close(ch)
+	}
 	return ch
 }
 
@@ -148,11 +134,7 @@ func (w *watcher) RequestProgress(ctx context.Context) error {
 }
 
 func (w *watcher) Close() error {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	w.cancel()
-	w.wg.Wait()
+	w.runs.close()
 	return nil
 }
 

@@ -61,14 +61,8 @@ func (c *cmdCtx) withClient(f func(ctx context.Context, cl *client.Client) error
 // leaseArg reads the command's one argument, a lease ID in hex; usage is
 // etcdctl's message for a wrong argument count.
 func (c *cmdCtx) leaseArg(usage string) (client.LeaseID, error) {
-	if err := c.wantArgs(1, usage); err != nil {
-		return 0, err
-	}
-	id, err := strconv.ParseInt(c.args[0], 16, 64)
-	if err != nil {
-		return 0, fail(exitBadArgs, "bad lease ID arg (%w), expecting ID in Hex", err)
-	}
-	return client.LeaseID(id), nil
+	id, err := c.intArg(usage, 16, exitBadArgs, "bad lease ID arg (%w), expecting ID in Hex")
+	return client.LeaseID(id), err
 }
 
 // failOn is fail for err, or nil when there is no error.
@@ -80,12 +74,9 @@ func failOn(err error, code int, format string) error {
 }
 
 func leaseGrantCmd(c *cmdCtx) error {
-	if err := c.wantArgs(1, "lease grant command needs TTL argument"); err != nil {
-		return err
-	}
-	ttl, err := strconv.ParseInt(c.args[0], 10, 64)
+	ttl, err := c.intArg("lease grant command needs TTL argument", 10, exitBadArgs, "bad TTL (%w)")
 	if err != nil {
-		return fail(exitBadArgs, "bad TTL (%w)", err)
+		return err
 	}
 	return request(c, func(ctx context.Context, cl *client.Client) (*client.LeaseGrantResponse, error) {
 		r, err := cl.Grant(ctx, ttl)

@@ -518,48 +518,40 @@ func parseCompare(line string) (client.Cmp, error) {
 	default:
 		return client.Cmp{}, fmt.Errorf("invalid txn compare request: %s", line)
 	}
-	num := func() (int64, error) { return strconv.ParseInt(val, 10, 64) }
-	var cmp client.Cmp
-	switch target {
-	case "ver", "version":
-		v, err := num()
-		if err != nil {
-			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
-		}
-		cmp = client.Compare(client.Version(key), op, v)
-	case "c", "create":
-		v, err := num()
-		if err != nil {
-			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
-		}
-		cmp = client.Compare(client.CreateRevision(key), op, v)
-	case "m", "mod":
-		v, err := num()
-		if err != nil {
-			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
-		}
-		cmp = client.Compare(client.ModRevision(key), op, v)
-	case "val", "value":
-		cmp = client.Compare(client.Value(key), op, val)
-	case "lease":
-		v, err := strconv.ParseInt(val, 16, 64)
-		if err != nil {
-			return cmp, fmt.Errorf("invalid txn compare request: %s", line)
-		}
-		cmp = client.Compare(client.LeaseValue(key), op, v)
-	default:
-		return cmp, fmt.Errorf("malformed comparison: %s (unknown target %s)", line, target)
+	if target == "val" || target == "value" {
+		return client.Compare(client.Value(key), op, val), nil
 	}
-	return cmp, nil
+	t, ok := integerTargets[target]
+	if !ok {
+		return client.Cmp{}, fmt.Errorf("malformed comparison: %s (unknown target %s)", line, target)
+	}
+	v, err := strconv.ParseInt(val, t.base, 64)
+	if err != nil {
+		return client.Cmp{}, fmt.Errorf("invalid txn compare request: %s", line)
+	}
+	return client.Compare(t.of(key), op, v), nil
+}
+
+// integerTarget is a compare target whose value is an integer, written in
+// base (lease IDs in hex, as etcdctl prints them).
+type integerTarget struct {
+	of   func(key string) client.Cmp
+	base int
+}
+
+// integerTargets are etcdctl's integer compare targets, by the names it
+// accepts.
+var integerTargets = map[string]integerTarget{
+	"ver": {client.Version, 10}, "version": {client.Version, 10},
+	"c": {client.CreateRevision, 10}, "create": {client.CreateRevision, 10},
+	"m": {client.ModRevision, 10}, "mod": {client.ModRevision, 10},
+	"lease": {client.LeaseValue, 16},
 }
 
 func compactionCmd(c *cmdCtx) error {
-	if err := c.wantArgs(1, "compaction command needs 1 argument"); err != nil {
-		return err
-	}
-	rev, err := strconv.ParseInt(c.args[0], 10, 64)
+	rev, err := c.intArg("compaction command needs 1 argument", 10, exitError, "%v")
 	if err != nil {
-		return fail(exitError, "%v", err)
+		return err
 	}
 	var ops []client.CompactOption
 	if c.o.physical {

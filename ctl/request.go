@@ -3,6 +3,7 @@ package ctl
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/cairnkv/cairn/client"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -32,6 +33,20 @@ func (c *cmdCtx) wantArgs(n int, usage string) error {
 		return fail(exitBadArgs, "%s", usage)
 	}
 	return nil
+}
+
+// intArg is the command's one argument, an integer in base; usage is the
+// message when there is not exactly one, and code and bad (a format of the
+// parse error) the failure when it does not parse.
+func (c *cmdCtx) intArg(usage string, base, code int, bad string) (int64, error) {
+	if err := c.wantArgs(1, usage); err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(c.args[0], base, 64)
+	if err != nil {
+		return 0, fail(code, bad, err)
+	}
+	return v, nil
 }
 
 // listing is a command that takes no arguments and prints the response of

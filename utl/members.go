@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/membership"
 )
 
@@ -65,17 +66,10 @@ func sortedNames(m map[string][]string) []string {
 	return names
 }
 
-// parseInitialCluster parses "name=url,name=url" as etcd's types.NewURLsMap:
-// a name may repeat to give a member several URLs; empty items are skipped.
+// parseInitialCluster parses "name=url,name=url" as etcd's types.NewURLsMap
+// (config.SplitNamedURLs), each member's URLs checked as peer URLs.
 func parseInitialCluster(s string) (map[string][]string, error) {
-	raw := make(map[string][]string)
-	for _, item := range strings.Split(s, ",") {
-		if item == "" {
-			continue
-		}
-		name, u, _ := strings.Cut(item, "=")
-		raw[name] = append(raw[name], u)
-	}
+	raw := config.SplitNamedURLs(s)
 	out := make(map[string][]string, len(raw))
 	for _, name := range sortedNames(raw) {
 		us, err := membership.ParsePeerURLs(raw[name])

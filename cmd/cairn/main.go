@@ -67,23 +67,19 @@ func serve(cfg *config.Config, lg *zap.Logger) int {
 	}
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-m.ReadyNotify():
-		lg.Info("ready to serve client requests")
-	case err := <-m.Err():
-		lg.Error("member failed before it was ready", zap.Error(err))
-		m.Close()
-		return 1
-	case sig := <-sigc:
-		return stop(m, lg, sig)
-	}
-	select {
-	case err := <-m.Err():
-		lg.Error("member failed", zap.Error(err))
-		m.Close()
-		return 1
-	case sig := <-sigc:
-		return stop(m, lg, sig)
+	ready, failure := m.ReadyNotify(), "member failed before it was ready"
+	for {
+		select {
+		case <-ready:
+			lg.Info("ready to serve client requests")
+			ready, failure = nil, "member failed" // a nil channel is never ready again
+		case err := <-m.Err():
+			lg.Error(failure, zap.Error(err))
+			m.Close()
+			return 1
+		case sig := <-sigc:
+			return stop(m, lg, sig)
+		}
 	}
 }
 

@@ -117,20 +117,12 @@ func encodeValue(v any) (string, error) {
 	switch v := v.(type) {
 	case []byte:
 		return fmt.Sprintf("[]byte(%q)", v), nil
-	case string:
-		return fmt.Sprintf("string(%q)", v), nil
-	case bool:
-		return fmt.Sprintf("bool(%v)", v), nil
-	case int:
-		return fmt.Sprintf("int(%d)", v), nil
-	case int64:
-		return fmt.Sprintf("int64(%d)", v), nil
-	case uint64:
-		return fmt.Sprintf("uint64(%d)", v), nil
-	case uint32:
-		return fmt.Sprintf("uint32(%d)", v), nil
 	case byte:
 		return fmt.Sprintf("byte(%q)", v), nil
+	case string:
+		return fmt.Sprintf("string(%q)", v), nil
+	case bool, int, int64, uint64, uint32:
+		return fmt.Sprintf("%T(%v)", v, v), nil // the type's name, then the value in decimal
 	}
 	return "", fmt.Errorf("fuzztest: unsupported type %T", v)
 }

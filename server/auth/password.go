@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 
+	"go.etcd.io/etcd/api/v3/authpb"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
@@ -60,6 +61,20 @@ func (s *Store) selectPassword(password, hashed string) ([]byte, error) {
 		return bcrypt.GenerateFromPassword([]byte(password), s.bcryptCost)
 	}
 	return base64.StdEncoding.DecodeString(hashed)
+}
+
+// storedPassword is what a user with options keeps as its password: none
+// for a NoPassword user, else selectPassword's hash (ErrNoPasswordUser if
+// there is none to take).
+func (s *Store) storedPassword(options *authpb.UserAddOptions, password, hashed string) ([]byte, error) {
+	if options != nil && options.NoPassword {
+		return nil, nil
+	}
+	stored, err := s.selectPassword(password, hashed)
+	if err != nil {
+		return nil, ErrNoPasswordUser
+	}
+	return stored, nil
 }
 
 // CheckPassword checks a user's password in the API layer (bcrypt takes

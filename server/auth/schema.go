@@ -42,15 +42,24 @@ func writeRevision(tx backend.UnsafeWriter, rev uint64) {
 	backend.PutUint64(tx, backend.BucketAuth, keyAuthRevision, rev)
 }
 
-// getUser returns the user, or nil if there is none of that name.
-func getUser(tx backend.UnsafeReader, name string) *authpb.User {
-	_, vals := tx.UnsafeRange(backend.BucketAuthUsers, []byte(name), nil, 0)
+// getRecord returns the record of that name in bucket (a user or a role,
+// what says which), or nil if there is none.
+func getRecord[T any, P interface {
+	*T
+	proto.Message
+}](tx backend.UnsafeReader, bucket []byte, what, name string) P {
+	_, vals := tx.UnsafeRange(bucket, []byte(name), nil, 0)
 	if len(vals) == 0 {
 		return nil
 	}
-	u := &authpb.User{}
-	mustUnmarshal(vals[0], u, "user "+name)
-	return u
+	rec := P(new(T))
+	mustUnmarshal(vals[0], rec, what+" "+name)
+	return rec
+}
+
+// getUser returns the user, or nil if there is none of that name.
+func getUser(tx backend.UnsafeReader, name string) *authpb.User {
+	return getRecord[authpb.User](tx, backend.BucketAuthUsers, "user", name)
 }
 
 // allUsers returns every user in name order.
@@ -75,13 +84,7 @@ func deleteUser(tx backend.UnsafeWriter, name string) {
 
 // getRole returns the role, or nil if there is none of that name.
 func getRole(tx backend.UnsafeReader, name string) *authpb.Role {
-	_, vals := tx.UnsafeRange(backend.BucketAuthRoles, []byte(name), nil, 0)
-	if len(vals) == 0 {
-		return nil
-	}
-	r := &authpb.Role{}
-	mustUnmarshal(vals[0], r, "role "+name)
-	return r
+	return getRecord[authpb.Role](tx, backend.BucketAuthRoles, "role", name)
 }
 
 // allRoles returns the roles in name order. Like etcd it lists the range

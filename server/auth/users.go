@@ -27,12 +27,9 @@ func (s *Store) UserAdd(r *pb.AuthUserAddRequest) (*pb.AuthUserAddResponse, erro
 	if options == nil {
 		options = &authpb.UserAddOptions{NoPassword: false}
 	}
-	var password []byte
-	if !options.NoPassword {
-		var err error
-		if password, err = s.selectPassword(r.Password, r.HashedPassword); err != nil {
-			return nil, ErrNoPasswordUser
-		}
+	password, err := s.storedPassword(options, r.Password, r.HashedPassword)
+	if err != nil {
+		return nil, err
 	}
 	putUser(tx, &authpb.User{Name: []byte(r.Name), Password: password, Options: options})
 	s.commitRevision(tx)
@@ -68,12 +65,9 @@ func (s *Store) UserChangePassword(r *pb.AuthUserChangePasswordRequest) (*pb.Aut
 	if user == nil {
 		return nil, ErrUserNotFound
 	}
-	var password []byte
-	if user.Options == nil || !user.Options.NoPassword {
-		var err error
-		if password, err = s.selectPassword(r.Password, r.HashedPassword); err != nil {
-			return nil, ErrNoPasswordUser
-		}
+	password, err := s.storedPassword(user.Options, r.Password, r.HashedPassword)
+	if err != nil {
+		return nil, err
 	}
 	putUser(tx, &authpb.User{Name: []byte(r.Name), Roles: user.Roles, Password: password, Options: user.Options})
 	s.commitRevision(tx)

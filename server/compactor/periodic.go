@@ -46,18 +46,9 @@ func (c *Compactor) runPeriodic() {
 			continue
 		}
 		wait = w.interval
-		c.lg.Info("starting auto periodic compaction",
-			zap.Int64("revision", rev), zap.Duration("compact-period", retention))
-		start := c.clock.Now()
-		if err := c.compact(rev); err != nil {
-			c.lg.Warn("failed auto periodic compaction",
-				zap.Int64("revision", rev), zap.Duration("compact-period", retention),
-				zap.Duration("retry-interval", w.step), zap.Error(err))
+		if !c.compactLogged(ModePeriodic, rev, zap.Duration("compact-period", retention), w.step) {
 			continue
 		}
-		c.lg.Info("completed auto periodic compaction",
-			zap.Int64("revision", rev), zap.Duration("compact-period", retention),
-			zap.Duration("took", c.clock.Now().Sub(start)))
 		lastRev, lastSuccess = rev, c.clock.Now()
 	}
 }

@@ -77,9 +77,11 @@ func (fc *fileConfig) applyFileOnlyKeys() error {
 		return err
 	}
 	if fc.CORS != "" {
-		if err := (corsFlag{&c.CORS}).Set(fc.CORS); err != nil {
+		origins, err := corsOrigins(fc.CORS)
+		if err != nil {
 			return err
 		}
+		c.CORS = origins
 	}
 	if fc.HostWhitelist != "" {
 		c.HostWhitelist = uniqueSorted(strings.Split(fc.HostWhitelist, ","))

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io"
 	"net/url"
-	"time"
 )
 
 // Help sections, in the order Usage prints them.
@@ -38,64 +37,46 @@ type ref[T any] struct {
 func (r ref[T]) register(fs *flag.FlagSet, c *Config, name string) { r.bind(fs, r.at(c), name) }
 func (r ref[T]) get(c *Config) any                                 { return *r.at(c) }
 
-func str(at func(*Config) *string) fieldRef {
-	return ref[string]{at, func(fs *flag.FlagSet, p *string, n string) { fs.StringVar(p, n, *p, "") }}
+// withDefault makes the constructor of a field bound by a flag.FlagSet
+// method of its type, with the field's value as the default.
+func withDefault[T any](bindVar func(fs *flag.FlagSet, p *T, name string, value T, usage string)) func(at func(*Config) *T) fieldRef {
+	return func(at func(*Config) *T) fieldRef {
+		return ref[T]{at, func(fs *flag.FlagSet, p *T, n string) { bindVar(fs, p, n, *p, "") }}
+	}
 }
 
-func boolean(at func(*Config) *bool) fieldRef {
-	return ref[bool]{at, func(fs *flag.FlagSet, p *bool, n string) { fs.BoolVar(p, n, *p, "") }}
+// throughValue makes the constructor of a field set through a flag.Value
+// of cairn's (lists, URLs, restricted choices).
+func throughValue[T any](value func(p *T) flag.Value) func(at func(*Config) *T) fieldRef {
+	return func(at func(*Config) *T) fieldRef {
+		return ref[T]{at, func(fs *flag.FlagSet, p *T, n string) { fs.Var(value(p), n, "") }}
+	}
 }
 
-func uintRef(at func(*Config) *uint) fieldRef {
-	return ref[uint]{at, func(fs *flag.FlagSet, p *uint, n string) { fs.UintVar(p, n, *p, "") }}
-}
+// The constructors the option tables use, one per kind of field.
+var (
+	str       = withDefault((*flag.FlagSet).StringVar)
+	boolean   = withDefault((*flag.FlagSet).BoolVar)
+	uintRef   = withDefault((*flag.FlagSet).UintVar)
+	uint64Ref = withDefault((*flag.FlagSet).Uint64Var)
+	intRef    = withDefault((*flag.FlagSet).IntVar)
+	int64Ref  = withDefault((*flag.FlagSet).Int64Var)
+	duration  = withDefault((*flag.FlagSet).DurationVar)
 
-func uint64Ref(at func(*Config) *uint64) fieldRef {
-	return ref[uint64]{at, func(fs *flag.FlagSet, p *uint64, n string) { fs.Uint64Var(p, n, *p, "") }}
-}
-
-func intRef(at func(*Config) *int) fieldRef {
-	return ref[int]{at, func(fs *flag.FlagSet, p *int, n string) { fs.IntVar(p, n, *p, "") }}
-}
-
-func int64Ref(at func(*Config) *int64) fieldRef {
-	return ref[int64]{at, func(fs *flag.FlagSet, p *int64, n string) { fs.Int64Var(p, n, *p, "") }}
-}
-
-func uint32Ref(at func(*Config) *uint32) fieldRef {
-	return ref[uint32]{at, func(fs *flag.FlagSet, p *uint32, n string) { fs.Var(uint32Flag{p}, n, "") }}
-}
-
-func duration(at func(*Config) *time.Duration) fieldRef {
-	return ref[time.Duration]{at, func(fs *flag.FlagSet, p *time.Duration, n string) { fs.DurationVar(p, n, *p, "") }}
-}
-
-func urls(at func(*Config) *[]url.URL) fieldRef {
-	return ref[[]url.URL]{at, func(fs *flag.FlagSet, p *[]url.URL, n string) { fs.Var(urlsFlag{p}, n, "") }}
-}
-
-func list(at func(*Config) *[]string) fieldRef {
-	return ref[[]string]{at, func(fs *flag.FlagSet, p *[]string, n string) { fs.Var(stringsFlag{p}, n, "") }}
-}
-
-func set(at func(*Config) *[]string) fieldRef {
-	return ref[[]string]{at, func(fs *flag.FlagSet, p *[]string, n string) { fs.Var(uniqueStringsFlag{p}, n, "") }}
-}
+	uint32Ref = throughValue(func(p *uint32) flag.Value { return uint32Flag{p} })
+	urls      = throughValue(func(p *[]url.URL) flag.Value { return urlsFlag{p} })
+	list      = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitList} })
+	set       = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitSet} })
+	cors      = throughValue(func(p *[]string) flag.Value { return listFlag{p, corsOrigins} })
+	gates     = throughValue(func(p *map[string]bool) flag.Value { return featureGatesFlag{p} })
+)
 
 func choice(at func(*Config) *string, valids ...string) fieldRef {
-	return ref[string]{at, func(fs *flag.FlagSet, p *string, n string) { fs.Var(choiceFlag{p, valids}, n, "") }}
+	return throughValue(func(p *string) flag.Value { return choiceFlag{p, valids} })(at)
 }
 
 func choices(at func(*Config) *string, valids ...string) fieldRef {
-	return ref[string]{at, func(fs *flag.FlagSet, p *string, n string) { fs.Var(choicesFlag{p, valids}, n, "") }}
-}
-
-func cors(at func(*Config) *[]string) fieldRef {
-	return ref[[]string]{at, func(fs *flag.FlagSet, p *[]string, n string) { fs.Var(corsFlag{p}, n, "") }}
-}
-
-func gates(at func(*Config) *map[string]bool) fieldRef {
-	return ref[map[string]bool]{at, func(fs *flag.FlagSet, p *map[string]bool, n string) { fs.Var(featureGatesFlag{p}, n, "") }}
+	return throughValue(func(p *string) flag.Value { return choicesFlag{p, valids} })(at)
 }
 
 // option is one etcd server flag. supported says whether cairn honours

@@ -240,18 +240,15 @@ func tlsVersion(v string) (int, error) {
 // bootstrapped: this member must be in it, with exactly its advertised
 // peer URLs, and no URL may belong to two members.
 func (c *Config) VerifyBootstrap() error {
-	m, err := c.InitialClusterMap()
+	m, err := c.clusterWithLocalMember()
 	if err != nil {
-		return err
-	}
-	if err := c.hasLocalMember(m); err != nil {
 		return err
 	}
 	if err := c.advertiseMatchesCluster(m); err != nil {
 		return err
 	}
-	if hasDuplicateURL(m) {
-		return fmt.Errorf("initial cluster %s has duplicate url", urlsMapString(m))
+	if err := noDuplicateURL(m); err != nil {
+		return err
 	}
 	if len(m) == 0 && len(c.DiscoveryCfg.Client.Endpoints) == 0 {
 		return errors.New("initial cluster unset and no discovery endpoints found")
@@ -262,15 +259,12 @@ func (c *Config) VerifyBootstrap() error {
 // VerifyJoinExisting checks --initial-cluster before joining an existing
 // cluster (--initial-cluster-state=existing with an empty data dir).
 func (c *Config) VerifyJoinExisting() error {
-	m, err := c.InitialClusterMap()
+	m, err := c.clusterWithLocalMember()
 	if err != nil {
 		return err
 	}
-	if err := c.hasLocalMember(m); err != nil {
+	if err := noDuplicateURL(m); err != nil {
 		return err
-	}
-	if hasDuplicateURL(m) {
-		return fmt.Errorf("initial cluster %s has duplicate url", urlsMapString(m))
 	}
 	if len(c.DiscoveryCfg.Client.Endpoints) > 0 {
 		return errors.New("discovery URL should not be set when joining existing initial cluster")
@@ -278,9 +272,22 @@ func (c *Config) VerifyJoinExisting() error {
 	return nil
 }
 
-func (c *Config) hasLocalMember(m map[string][]url.URL) error {
+// clusterWithLocalMember is --initial-cluster, which must name this member.
+func (c *Config) clusterWithLocalMember() (map[string][]url.URL, error) {
+	m, err := c.InitialClusterMap()
+	if err != nil {
+		return nil, err
+	}
 	if m[c.Name] == nil {
-		return fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
+		return nil, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
+	}
+	return m, nil
+}
+
+// noDuplicateURL refuses an initial cluster in which two members share a URL.
+func noDuplicateURL(m map[string][]url.URL) error {
+	if hasDuplicateURL(m) {
+		return fmt.Errorf("initial cluster %s has duplicate url", urlsMapString(m))
 	}
 	return nil
 }

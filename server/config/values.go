@@ -87,9 +87,10 @@ func urlStrings(us []url.URL) []string {
 	return out
 }
 
-// parseURLsMap parses "name=url,name=url"; a name may repeat to give a
-// member several URLs. Empty items are skipped, as in etcd.
-func parseURLsMap(s string) (map[string][]url.URL, error) {
+// SplitNamedURLs splits a "name=url,name=url" list (--initial-cluster) by
+// name, the URLs unparsed; a name may repeat to give a member several URLs.
+// Empty items are skipped, as in etcd.
+func SplitNamedURLs(s string) map[string][]string {
 	raw := make(map[string][]string)
 	for _, item := range strings.Split(s, ",") {
 		if item == "" {
@@ -98,6 +99,12 @@ func parseURLsMap(s string) (map[string][]url.URL, error) {
 		name, u, _ := strings.Cut(item, "=")
 		raw[name] = append(raw[name], u)
 	}
+	return raw
+}
+
+// parseURLsMap parses a "name=url,name=url" list (SplitNamedURLs).
+func parseURLsMap(s string) (map[string][]url.URL, error) {
+	raw := SplitNamedURLs(s)
 	out := make(map[string][]url.URL, len(raw))
 	for name, strs := range raw {
 		us, err := parseURLs(strs)
@@ -142,36 +149,35 @@ func (f urlsFlag) String() string {
 	return strings.Join(urlStrings(*f.dst), ",")
 }
 
-// stringsFlag is a comma-separated list kept in the given order.
-type stringsFlag struct{ dst *[]string }
+// listFlag is a comma-separated list flag; parse turns a value into the
+// list kept (splitList, splitSet, corsOrigins).
+type listFlag struct {
+	dst   *[]string
+	parse func(s string) ([]string, error)
+}
 
-func (f stringsFlag) Set(s string) error {
-	*f.dst = strings.Split(s, ",")
+func (f listFlag) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	*f.dst = v
 	return nil
 }
 
-func (f stringsFlag) String() string {
+func (f listFlag) String() string {
 	if f.dst == nil {
 		return ""
 	}
 	return strings.Join(*f.dst, ",")
 }
 
-// uniqueStringsFlag is a comma-separated set, stored sorted (etcd keeps
-// such lists in a map and reads them back sorted).
-type uniqueStringsFlag struct{ dst *[]string }
+// splitList keeps the items in the given order.
+func splitList(s string) ([]string, error) { return strings.Split(s, ","), nil }
 
-func (f uniqueStringsFlag) Set(s string) error {
-	*f.dst = uniqueSorted(strings.Split(s, ","))
-	return nil
-}
-
-func (f uniqueStringsFlag) String() string {
-	if f.dst == nil {
-		return ""
-	}
-	return strings.Join(*f.dst, ",")
-}
+// splitSet keeps the items as a set, sorted (etcd keeps such lists in a map
+// and reads them back sorted).
+func splitSet(s string) ([]string, error) { return uniqueSorted(strings.Split(s, ",")), nil }
 
 func uniqueSorted(in []string) []string {
 	seen := make(map[string]bool, len(in))
@@ -269,25 +275,15 @@ func (ignoredFlag) IsBoolFlag() bool { return true }
 func (ignoredFlag) Set(string) error { return nil }
 func (ignoredFlag) String() string   { return "" }
 
-// corsFlag is etcd's --cors: "*" or a list of origin URLs.
-type corsFlag struct{ dst *[]string }
-
-func (f corsFlag) Set(s string) error {
+// corsOrigins reads etcd's --cors: "*" or a list of origin URLs, kept as
+// a sorted set.
+func corsOrigins(s string) ([]string, error) {
 	if s == "*" {
-		*f.dst = []string{"*"}
-		return nil
+		return []string{"*"}, nil
 	}
 	us, err := parseUniqueURLs(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	*f.dst = uniqueSorted(urlStrings(us))
-	return nil
-}
-
-func (f corsFlag) String() string {
-	if f.dst == nil {
-		return ""
-	}
-	return strings.Join(*f.dst, ",")
+	return uniqueSorted(urlStrings(us)), nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/peek"
 )
 
 // clientAddr is one address the client URLs bind, with the schemes asked
@@ -149,7 +151,7 @@ func (c *eitherConn) decide() {
 			c.err = err
 			return
 		}
-		replay := &replayConn{Conn: c.Conn, pending: first[:n]}
+		replay := peek.NewConn(c.Conn, first[:n])
 		if first[0] != tlsRecordHandshake {
 			c.decided = replay
 			return
@@ -191,19 +193,4 @@ func (c *eitherConn) ConnectionState() tls.ConnectionState {
 		return tls.ConnectionState{}
 	}
 	return c.tlsConn.ConnectionState()
-}
-
-// replayConn gives back bytes already read before reading on.
-type replayConn struct {
-	net.Conn
-	pending []byte
-}
-
-func (c *replayConn) Read(b []byte) (int, error) {
-	if len(c.pending) > 0 {
-		n := copy(b, c.pending)
-		c.pending = c.pending[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
 }

@@ -2,6 +2,7 @@ package embed
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,7 +42,7 @@ func NewLogger(cfg *config.Config) (*zap.Logger, func(), error) {
 		return lg, func() {}, err
 	}
 	rot := logrotate.New(rc)
-	zc.OutputPaths = without(zc.OutputPaths, rc.Filename)
+	zc.OutputPaths = slices.DeleteFunc(slices.Clone(zc.OutputPaths), func(p string) bool { return p == rc.Filename })
 	lg, err := zc.Build(zap.WrapCore(rotatingCore(zc, rot)))
 	if err != nil {
 		rot.Close()
@@ -71,16 +72,6 @@ func rotatingCore(zc zap.Config, rot *logrotate.Writer) func(zapcore.Core) zapco
 // zapISO8601 writes timestamps as etcd does: 2006-01-02T15:04:05.000000Z0700.
 func zapISO8601(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
 	enc.AppendString(t.Format("2006-01-02T15:04:05.000000Z0700"))
-}
-
-func without(list []string, drop string) []string {
-	var out []string
-	for _, s := range list {
-		if s != drop {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func logOutputs(outs []string) []string {

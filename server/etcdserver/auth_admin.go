@@ -2,7 +2,6 @@ package etcdserver
 
 import (
 	"context"
-	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
@@ -73,28 +72,14 @@ func (a *AuthAdmin) Authenticate(ctx context.Context, r *pb.AuthenticateRequest)
 	}
 }
 
-// proposeAuth proposes an auth request and returns its typed response.
-func proposeAuth[T any](ctx context.Context, a *AuthAdmin, r *pb.InternalRaftRequest) (T, error) {
-	var zero T
-	resp, err := a.member.proposeRequest(ctx, r)
-	if err != nil {
-		return zero, err
-	}
-	out, ok := resp.(T)
-	if !ok {
-		return zero, fmt.Errorf("etcdserver: unexpected response %T to an auth request", resp)
-	}
-	return out, nil
-}
-
 // AuthEnable turns auth on (root user with the root role required).
 func (a *AuthAdmin) AuthEnable(ctx context.Context, r *pb.AuthEnableRequest) (*pb.AuthEnableResponse, error) {
-	return proposeAuth[*pb.AuthEnableResponse](ctx, a, &pb.InternalRaftRequest{AuthEnable: r})
+	return proposeAs[*pb.AuthEnableResponse](ctx, a.member, &pb.InternalRaftRequest{AuthEnable: r})
 }
 
 // AuthDisable turns auth off.
 func (a *AuthAdmin) AuthDisable(ctx context.Context, r *pb.AuthDisableRequest) (*pb.AuthDisableResponse, error) {
-	return proposeAuth[*pb.AuthDisableResponse](ctx, a, &pb.InternalRaftRequest{AuthDisable: r})
+	return proposeAs[*pb.AuthDisableResponse](ctx, a.member, &pb.InternalRaftRequest{AuthDisable: r})
 }
 
 // AuthStatus reports whether auth is on and the auth revision. It goes
@@ -103,7 +88,7 @@ func (a *AuthAdmin) AuthDisable(ctx context.Context, r *pb.AuthDisableRequest) (
 // Like etcd v3.7.3 it refuses a request that carries an invalid or expired
 // token with ErrInvalidAuthToken (docs/auth.md).
 func (a *AuthAdmin) AuthStatus(ctx context.Context, r *pb.AuthStatusRequest) (*pb.AuthStatusResponse, error) {
-	return proposeAuth[*pb.AuthStatusResponse](ctx, a, &pb.InternalRaftRequest{AuthStatus: r})
+	return proposeAs[*pb.AuthStatusResponse](ctx, a.member, &pb.InternalRaftRequest{AuthStatus: r})
 }
 
 // UserAdd adds a user; the password is hashed before it is proposed.
@@ -111,12 +96,12 @@ func (a *AuthAdmin) UserAdd(ctx context.Context, r *pb.AuthUserAddRequest) (*pb.
 	if err := auth.HashUserAdd(r, a.store.BcryptCost()); err != nil {
 		return nil, err
 	}
-	return proposeAuth[*pb.AuthUserAddResponse](ctx, a, &pb.InternalRaftRequest{AuthUserAdd: r})
+	return proposeAs[*pb.AuthUserAddResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserAdd: r})
 }
 
 // UserDelete deletes a user.
 func (a *AuthAdmin) UserDelete(ctx context.Context, r *pb.AuthUserDeleteRequest) (*pb.AuthUserDeleteResponse, error) {
-	return proposeAuth[*pb.AuthUserDeleteResponse](ctx, a, &pb.InternalRaftRequest{AuthUserDelete: r})
+	return proposeAs[*pb.AuthUserDeleteResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserDelete: r})
 }
 
 // UserChangePassword changes a password; it is hashed before it is proposed.
@@ -124,55 +109,55 @@ func (a *AuthAdmin) UserChangePassword(ctx context.Context, r *pb.AuthUserChange
 	if err := auth.HashChangePassword(r, a.store.BcryptCost()); err != nil {
 		return nil, err
 	}
-	return proposeAuth[*pb.AuthUserChangePasswordResponse](ctx, a, &pb.InternalRaftRequest{AuthUserChangePassword: r})
+	return proposeAs[*pb.AuthUserChangePasswordResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserChangePassword: r})
 }
 
 // UserGrantRole grants a role to a user.
 func (a *AuthAdmin) UserGrantRole(ctx context.Context, r *pb.AuthUserGrantRoleRequest) (*pb.AuthUserGrantRoleResponse, error) {
-	return proposeAuth[*pb.AuthUserGrantRoleResponse](ctx, a, &pb.InternalRaftRequest{AuthUserGrantRole: r})
+	return proposeAs[*pb.AuthUserGrantRoleResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserGrantRole: r})
 }
 
 // UserRevokeRole revokes a role from a user.
 func (a *AuthAdmin) UserRevokeRole(ctx context.Context, r *pb.AuthUserRevokeRoleRequest) (*pb.AuthUserRevokeRoleResponse, error) {
-	return proposeAuth[*pb.AuthUserRevokeRoleResponse](ctx, a, &pb.InternalRaftRequest{AuthUserRevokeRole: r})
+	return proposeAs[*pb.AuthUserRevokeRoleResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserRevokeRole: r})
 }
 
 // UserGet returns a user's roles (admin or the user itself).
 func (a *AuthAdmin) UserGet(ctx context.Context, r *pb.AuthUserGetRequest) (*pb.AuthUserGetResponse, error) {
-	return proposeAuth[*pb.AuthUserGetResponse](ctx, a, &pb.InternalRaftRequest{AuthUserGet: r})
+	return proposeAs[*pb.AuthUserGetResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserGet: r})
 }
 
 // UserList lists the users.
 func (a *AuthAdmin) UserList(ctx context.Context, r *pb.AuthUserListRequest) (*pb.AuthUserListResponse, error) {
-	return proposeAuth[*pb.AuthUserListResponse](ctx, a, &pb.InternalRaftRequest{AuthUserList: r})
+	return proposeAs[*pb.AuthUserListResponse](ctx, a.member, &pb.InternalRaftRequest{AuthUserList: r})
 }
 
 // RoleAdd adds a role.
 func (a *AuthAdmin) RoleAdd(ctx context.Context, r *pb.AuthRoleAddRequest) (*pb.AuthRoleAddResponse, error) {
-	return proposeAuth[*pb.AuthRoleAddResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleAdd: r})
+	return proposeAs[*pb.AuthRoleAddResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleAdd: r})
 }
 
 // RoleDelete deletes a role.
 func (a *AuthAdmin) RoleDelete(ctx context.Context, r *pb.AuthRoleDeleteRequest) (*pb.AuthRoleDeleteResponse, error) {
-	return proposeAuth[*pb.AuthRoleDeleteResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleDelete: r})
+	return proposeAs[*pb.AuthRoleDeleteResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleDelete: r})
 }
 
 // RoleGrantPermission grants a key permission to a role.
 func (a *AuthAdmin) RoleGrantPermission(ctx context.Context, r *pb.AuthRoleGrantPermissionRequest) (*pb.AuthRoleGrantPermissionResponse, error) {
-	return proposeAuth[*pb.AuthRoleGrantPermissionResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleGrantPermission: r})
+	return proposeAs[*pb.AuthRoleGrantPermissionResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleGrantPermission: r})
 }
 
 // RoleRevokePermission revokes a key permission from a role.
 func (a *AuthAdmin) RoleRevokePermission(ctx context.Context, r *pb.AuthRoleRevokePermissionRequest) (*pb.AuthRoleRevokePermissionResponse, error) {
-	return proposeAuth[*pb.AuthRoleRevokePermissionResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleRevokePermission: r})
+	return proposeAs[*pb.AuthRoleRevokePermissionResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleRevokePermission: r})
 }
 
 // RoleGet returns a role's permissions (admin or a holder of the role).
 func (a *AuthAdmin) RoleGet(ctx context.Context, r *pb.AuthRoleGetRequest) (*pb.AuthRoleGetResponse, error) {
-	return proposeAuth[*pb.AuthRoleGetResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleGet: r})
+	return proposeAs[*pb.AuthRoleGetResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleGet: r})
 }
 
 // RoleList lists the roles.
 func (a *AuthAdmin) RoleList(ctx context.Context, r *pb.AuthRoleListRequest) (*pb.AuthRoleListResponse, error) {
-	return proposeAuth[*pb.AuthRoleListResponse](ctx, a, &pb.InternalRaftRequest{AuthRoleList: r})
+	return proposeAs[*pb.AuthRoleListResponse](ctx, a.member, &pb.InternalRaftRequest{AuthRoleList: r})
 }

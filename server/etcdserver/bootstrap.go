@@ -107,33 +107,46 @@ func (bs bootstrapper) startNewRaft() (*bootstrapped, error) {
 		}
 	}
 	cid := membership.ComputeClusterID(ids)
-	md, err := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(self), ClusterID: proto.Uint64(cid)})
+	b, err := freshMember(bs.cfg, bs.lg, self, cid, bs.raftConfig)
 	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Create(bs.lg, bs.cfg.walDir(), md)
-	if err != nil {
-		return nil, fmt.Errorf("create wal: %w", err)
-	}
-	if bs.cfg.UnsafeNoFsync {
-		w.SetUnsafeNoFsync()
-	}
-	ms := raft.NewMemoryStorage()
-	node, err := raft.NewRawNode(bs.raftConfig(self, ms))
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	if err := node.Bootstrap(peers); err != nil {
-		w.Close()
+	if err := b.node.Bootstrap(peers); err != nil {
+		b.storage.wal.Close()
 		return nil, err
 	}
 	bs.lg.Info("starting local member", zap.String("local-member-id", idHex(self)), zap.String("cluster-id", idHex(cid)))
+	b.peers = members
+	b.wal.lastIndex = uint64(len(peers)) // raft's bootstrap adds one conf change entry per initial member
+	return b, nil
+}
+
+// freshMember creates what a member with an empty data dir starts from: a
+// WAL whose metadata names member id of cluster clusterID, and a raft node
+// over an empty log. The peers are the caller's to fill in; on an error
+// nothing is left open.
+func freshMember(cfg *Config, lg *zap.Logger, id, clusterID uint64, raftConfig func(uint64, *raft.MemoryStorage) *raft.Config) (*bootstrapped, error) {
+	md, err := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(id), ClusterID: proto.Uint64(clusterID)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := wal.Create(lg, cfg.walDir(), md)
+	if err != nil {
+		return nil, fmt.Errorf("create wal: %w", err)
+	}
+	if cfg.UnsafeNoFsync {
+		w.SetUnsafeNoFsync()
+	}
+	ms := raft.NewMemoryStorage()
+	node, err := raft.NewRawNode(raftConfig(id, ms))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
 	return &bootstrapped{
-		id: self, clusterID: cid, memStorage: ms, node: node, peers: members,
-		storage: &raftStorage{wal: w, snapshotter: snap.New(bs.lg, bs.cfg.snapDir())},
-		// raft's bootstrap adds one conf change entry per initial member.
-		wal: walView{dir: bs.cfg.walDir(), lastIndex: uint64(len(peers))},
+		id: id, clusterID: clusterID, memStorage: ms, node: node,
+		storage: &raftStorage{wal: w, snapshotter: snap.New(lg, cfg.snapDir())},
+		wal:     walView{dir: cfg.walDir()},
 	}, nil
 }
 

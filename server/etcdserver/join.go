@@ -11,14 +11,10 @@ import (
 	"strconv"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/server/membership"
-	"github.com/cairnkv/cairn/server/snap"
-	"github.com/cairnkv/cairn/server/wal"
 )
 
 // joinTimeout bounds asking one peer for the member list.
@@ -46,29 +42,13 @@ func (j clusterJoiner) join() (*bootstrapped, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, err := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(self.ID), ClusterID: proto.Uint64(clusterID)})
+	b, err := freshMember(j.cfg, j.lg, self.ID, clusterID, j.raftConfig)
 	if err != nil {
-		return nil, err
-	}
-	w, err := wal.Create(j.lg, j.cfg.walDir(), md)
-	if err != nil {
-		return nil, fmt.Errorf("create wal: %w", err)
-	}
-	if j.cfg.UnsafeNoFsync {
-		w.SetUnsafeNoFsync()
-	}
-	ms := raft.NewMemoryStorage()
-	node, err := raft.NewRawNode(j.raftConfig(self.ID, ms))
-	if err != nil {
-		w.Close()
 		return nil, err
 	}
 	j.lg.Info("joining existing cluster", zap.String("local-member-id", idHex(self.ID)), zap.String("cluster-id", idHex(clusterID)))
-	return &bootstrapped{
-		id: self.ID, clusterID: clusterID, memStorage: ms, node: node, peers: remote,
-		storage: &raftStorage{wal: w, snapshotter: snap.New(j.lg, j.cfg.snapDir())},
-		wal:     walView{dir: j.cfg.walDir()}, // a joining member starts with an empty log
-	}, nil
+	b.peers = remote // and an empty log: the leader sends it
+	return b, nil
 }
 
 // fetchRemoteMembers asks the other members of --initial-cluster for the

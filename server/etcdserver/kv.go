@@ -24,8 +24,8 @@ type kvMember interface {
 	linearizableReadNotify(ctx context.Context) error
 	propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply.Result, error)
 	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
-	// fillHeader completes a header the applier started.
-	fillHeader(h **pb.ResponseHeader)
+	// fillHeader completes, in place, the header the applier started.
+	fillHeader(h *pb.ResponseHeader)
 }
 
 // kvStores are the member's stores as KVService reads them; each call
@@ -71,15 +71,7 @@ func (k *KVService) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.Ran
 	}
 	metrics.MVCCRange.Inc()
 	check := func(ai auth.AuthInfo) error { return k.auth.rangePermitted(ai, r.Key, r.RangeEnd) }
-	err = k.auth.authorizedRead(ctx, check, func(auth.AuthInfo) (err error) {
-		resp, err = k.stores.rangeLocal(ctx, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	k.member.fillHeader(&resp.Header)
-	return resp, nil
+	return readLocal(ctx, k, check, func(auth.AuthInfo) (*pb.RangeResponse, error) { return k.stores.rangeLocal(ctx, r) })
 }
 
 // Put proposes a put.
@@ -87,24 +79,12 @@ func (k *KVService) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse,
 	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Put: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.PutResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.PutResponse](ctx, k.member, &pb.InternalRaftRequest{Put: r})
 }
 
 // DeleteRange proposes a delete.
 func (k *KVService) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{DeleteRange: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.DeleteRangeResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.DeleteRangeResponse](ctx, k.member, &pb.InternalRaftRequest{DeleteRange: r})
 }
 
 // Txn proposes a transaction; one that only reads is served locally after a
@@ -121,27 +101,29 @@ func (k *KVService) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse,
 	if err := k.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := k.member.proposeRequest(ctx, &pb.InternalRaftRequest{Txn: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.TxnResponse)
-	k.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.TxnResponse](ctx, k.member, &pb.InternalRaftRequest{Txn: r})
 }
 
 // readOnlyTxn serves a Txn of reads locally; the applier checks the
 // sender's permissions as it would in the apply step.
 func (k *KVService) readOnlyTxn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	var out *pb.TxnResponse
-	err := k.auth.authorizedRead(ctx, noCheck, func(ai auth.AuthInfo) (err error) {
-		out, err = k.stores.txnLocal(ctx, ai, r)
+	return readLocal(ctx, k, noCheck, func(ai auth.AuthInfo) (*pb.TxnResponse, error) { return k.stores.txnLocal(ctx, ai, r) })
+}
+
+// readLocal serves a read from the local stores: check, then read, as the
+// sender's auth allows (authorizedRead), and the member completes the
+// header of the answer.
+func readLocal[T headedAnswer](ctx context.Context, k *KVService, check func(auth.AuthInfo) error, read func(auth.AuthInfo) (T, error)) (T, error) {
+	var out T
+	err := k.auth.authorizedRead(ctx, check, func(ai auth.AuthInfo) (err error) {
+		out, err = read(ai)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	k.member.fillHeader(&out.Header)
+	k.member.fillHeader(out.GetHeader())
 	return out, nil
 }
 
@@ -165,7 +147,7 @@ func (k *KVService) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.C
 		}
 	}
 	out := res.Resp.(*pb.CompactionResponse)
-	k.member.fillHeader(&out.Header)
+	k.member.fillHeader(out.Header)
 	return out, nil
 }
 

@@ -39,12 +39,7 @@ func (f *fakeKVMember) proposeRequest(ctx context.Context, r *pb.InternalRaftReq
 	}
 	return res.Resp, nil
 }
-func (f *fakeKVMember) fillHeader(h **pb.ResponseHeader) {
-	if *h == nil {
-		*h = &pb.ResponseHeader{}
-	}
-	(*h).MemberId = 7
-}
+func (f *fakeKVMember) fillHeader(h *pb.ResponseHeader) { h.MemberId = 7 }
 
 // fakeKVStores serves reads from canned answers.
 type fakeKVStores struct {
@@ -63,7 +58,7 @@ func (f *fakeKVStores) rangeLocal(context.Context, *pb.RangeRequest) (*pb.RangeR
 }
 func (f *fakeKVStores) txnLocal(_ context.Context, _ auth.AuthInfo, _ *pb.TxnRequest) (*pb.TxnResponse, error) {
 	f.txns++
-	return &pb.TxnResponse{Succeeded: true}, nil
+	return &pb.TxnResponse{Header: &pb.ResponseHeader{}, Succeeded: true}, nil
 }
 func (f *fakeKVStores) quotaAvailable(proto.Message) (fits, ok bool) { return !f.full, !f.stopped }
 func (f *fakeKVStores) newWatchStream() (mvcc.WatchStream, error)    { return nil, errs.ErrStopped }
@@ -132,7 +127,7 @@ func TestKVServiceRangeBarrier(t *testing.T) {
 // A write that does not fit the quota raises NOSPACE (as this member)
 // instead of being proposed.
 func TestKVServicePutOverQuota(t *testing.T) {
-	m := &fakeKVMember{result: &apply.Result{Resp: &pb.AlarmResponse{}}}
+	m := &fakeKVMember{result: &apply.Result{Resp: &pb.AlarmResponse{Header: &pb.ResponseHeader{}}}}
 	_, err := newTestKV(m, &fakeKVStores{full: true}, openGate{}).Put(context.Background(), &pb.PutRequest{Key: []byte("k")})
 	if !errors.Is(err, errs.ErrNoSpace) {
 		t.Fatalf("Put error %v, want ErrNoSpace", err)
@@ -161,7 +156,7 @@ func TestKVServiceTxnReadOnlyIsLocal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, st := &fakeKVMember{result: &apply.Result{Resp: &pb.TxnResponse{}}}, &fakeKVStores{}
+			m, st := &fakeKVMember{result: &apply.Result{Resp: &pb.TxnResponse{Header: &pb.ResponseHeader{}}}}, &fakeKVStores{}
 			if _, err := newTestKV(m, st, openGate{}).Txn(context.Background(), &pb.TxnRequest{Success: tt.ops}); err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +172,7 @@ func TestKVServiceTxnReadOnlyIsLocal(t *testing.T) {
 // member stops.
 func TestKVServiceCompactPhysicalWaits(t *testing.T) {
 	physc := make(chan struct{})
-	m := &fakeKVMember{result: &apply.Result{Resp: &pb.CompactionResponse{}, Physc: physc}}
+	m := &fakeKVMember{result: &apply.Result{Resp: &pb.CompactionResponse{Header: &pb.ResponseHeader{}}, Physc: physc}}
 	k := newTestKV(m, &fakeKVStores{}, openGate{})
 	stop := make(chan struct{})
 	k.stop = stop

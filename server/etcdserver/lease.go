@@ -50,7 +50,7 @@ type leaseMember interface {
 	waitCommittedApplied(ctx context.Context) error
 	checkQuota(ctx context.Context, r proto.Message) error
 	Header() *pb.ResponseHeader
-	fillHeader(h **pb.ResponseHeader)
+	fillHeader(h *pb.ResponseHeader)
 }
 
 // leaseAuth is the member's authGate as LeaseService uses it.
@@ -203,13 +203,7 @@ func (l *LeaseService) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) 
 	if err := l.member.checkQuota(ctx, r); err != nil {
 		return nil, err
 	}
-	resp, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.LeaseGrantResponse)
-	l.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.LeaseGrantResponse](ctx, l.member, &pb.InternalRaftRequest{LeaseGrant: r})
 }
 
 // LeaseRevoke revokes a lease and deletes its keys.
@@ -217,13 +211,7 @@ func (l *LeaseService) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest
 	if err := l.auth.RequireAuthInfo(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := l.member.proposeRequest(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.LeaseRevokeResponse)
-	l.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.LeaseRevokeResponse](ctx, l.member, &pb.InternalRaftRequest{LeaseRevoke: r})
 }
 
 // LeaseRenew renews a lease on the leader (forwarding from a follower) and

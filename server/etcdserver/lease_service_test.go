@@ -62,12 +62,7 @@ func (f *fakeLeaseMember) checkQuota(context.Context, proto.Message) error { ret
 func (f *fakeLeaseMember) Header() *pb.ResponseHeader {
 	return &pb.ResponseHeader{MemberId: f.self, RaftTerm: 2}
 }
-func (f *fakeLeaseMember) fillHeader(h **pb.ResponseHeader) {
-	if *h == nil {
-		*h = &pb.ResponseHeader{}
-	}
-	(*h).MemberId = f.self
-}
+func (f *fakeLeaseMember) fillHeader(h *pb.ResponseHeader) { h.MemberId = f.self }
 
 // proposeRequest applies grants and revokes to the lessor at once, as the
 // apply loop would once raft committed them.
@@ -79,9 +74,9 @@ func (f *fakeLeaseMember) proposeRequest(_ context.Context, r *pb.InternalRaftRe
 		if err != nil {
 			return nil, err
 		}
-		return &pb.LeaseGrantResponse{ID: int64(l.ID()), TTL: l.TTL()}, nil
+		return &pb.LeaseGrantResponse{Header: &pb.ResponseHeader{}, ID: int64(l.ID()), TTL: l.TTL()}, nil
 	case r.LeaseRevoke != nil:
-		return &pb.LeaseRevokeResponse{}, f.lessor.Revoke(lease.LeaseID(r.LeaseRevoke.ID))
+		return &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{}}, f.lessor.Revoke(lease.LeaseID(r.LeaseRevoke.ID))
 	}
 	return nil, errors.New("unexpected proposal")
 }

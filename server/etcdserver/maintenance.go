@@ -33,7 +33,7 @@ type maintenanceMember interface {
 	members() []*membership.Member
 	connectedSince(id uint64) time.Time
 	Header() *pb.ResponseHeader
-	fillHeader(h **pb.ResponseHeader)
+	fillHeader(h *pb.ResponseHeader)
 	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
 	// storeStatus reads Status's store fields under one store lock.
 	storeStatus() (storeStatus, bool)
@@ -220,13 +220,7 @@ func (m *Maintenance) Snapshot(ctx context.Context) (backend.Snapshot, error) {
 
 // Alarm proposes an alarm change (or read) through raft.
 func (m *Maintenance) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
-	resp, err := m.member.proposeRequest(ctx, &pb.InternalRaftRequest{Alarm: r})
-	if err != nil {
-		return nil, err
-	}
-	out := resp.(*pb.AlarmResponse)
-	m.member.fillHeader(&out.Header)
-	return out, nil
+	return proposeAnswer[*pb.AlarmResponse](ctx, m.member, &pb.InternalRaftRequest{Alarm: r})
 }
 
 // Downgrade serves Maintenance.Downgrade (downgrade.go).

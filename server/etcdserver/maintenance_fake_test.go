@@ -61,9 +61,11 @@ func (f *fakeMaintenanceMember) connectedSince(id uint64) time.Time { return f.c
 func (f *fakeMaintenanceMember) Header() *pb.ResponseHeader {
 	return &pb.ResponseHeader{MemberId: f.self, RaftTerm: f.term}
 }
-func (f *fakeMaintenanceMember) fillHeader(h **pb.ResponseHeader) { *h = f.Header() }
+func (f *fakeMaintenanceMember) fillHeader(h *pb.ResponseHeader) {
+	h.MemberId, h.RaftTerm = f.self, f.term
+}
 func (f *fakeMaintenanceMember) proposeRequest(context.Context, *pb.InternalRaftRequest) (proto.Message, error) {
-	return &pb.AlarmResponse{}, nil
+	return &pb.AlarmResponse{Header: &pb.ResponseHeader{}}, nil
 }
 func (f *fakeMaintenanceMember) storeStatus() (storeStatus, bool) { return f.store, !f.stopped }
 func (f *fakeMaintenanceMember) backend() (backend.Backend, bool) { return f.be, f.be != nil }

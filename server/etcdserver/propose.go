@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -276,6 +277,50 @@ func (p *proposer) proposeRequest(ctx context.Context, r *pb.InternalRaftRequest
 		return nil, res.Err
 	}
 	return res.Resp, nil
+}
+
+// requestProposer is the member as the services propose through it.
+type requestProposer interface {
+	proposeRequest(ctx context.Context, r *pb.InternalRaftRequest) (proto.Message, error)
+}
+
+// proposeAs proposes r through p and returns the applied response as the
+// T that r's kind of request is answered with.
+func proposeAs[T proto.Message](ctx context.Context, p requestProposer, r *pb.InternalRaftRequest) (T, error) {
+	var zero T
+	resp, err := p.proposeRequest(ctx, r)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := resp.(T)
+	if !ok {
+		return zero, fmt.Errorf("etcdserver: unexpected response %T (want %T)", resp, zero)
+	}
+	return out, nil
+}
+
+// headedAnswer is an applied response with a response header.
+type headedAnswer interface {
+	proto.Message
+	GetHeader() *pb.ResponseHeader
+}
+
+// answerProposer is the member as a service proposes through it when the
+// member completes the header of the answer.
+type answerProposer interface {
+	requestProposer
+	fillHeader(h *pb.ResponseHeader)
+}
+
+// proposeAnswer proposes r through m and returns the applied response as T,
+// with the header the applier started completed by the member.
+func proposeAnswer[T headedAnswer](ctx context.Context, m answerProposer, r *pb.InternalRaftRequest) (T, error) {
+	out, err := proposeAs[T](ctx, m, r)
+	if err != nil {
+		return out, err
+	}
+	m.fillHeader(out.GetHeader())
+	return out, nil
 }
 
 // replicateConfChange proposes cc and waits until the apply loop has

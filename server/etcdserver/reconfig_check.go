@@ -48,26 +48,11 @@ func countConnected(ms []*membership.Member, self uint64, since time.Time, activ
 	return n
 }
 
-// readyToAddVoter: with one more (not started) voter, the started voters
-// are still a quorum. Adding a second member to a one-member cluster is
-// allowed (etcd's restore procedure does it).
-func readyToAddVoter(members []*membership.Member) bool {
-	n, up := 1, 0
+// startedVoters counts the voters of members other than except (0: none)
+// and how many of them have started.
+func startedVoters(members []*membership.Member, except uint64) (n, up int) {
 	for _, m := range votersOf(members) {
-		n++
-		if started(m) {
-			up++
-		}
-	}
-	return (up == 1 && n == 2) || up >= n/2+1
-}
-
-// readyToRemoveVoter: without voter id, the started voters left are a
-// quorum of the voters left.
-func readyToRemoveVoter(members []*membership.Member, id uint64) bool {
-	n, up := 0, 0
-	for _, m := range votersOf(members) {
-		if m.ID == id {
+		if m.ID == except {
 			continue
 		}
 		n++
@@ -75,20 +60,30 @@ func readyToRemoveVoter(members []*membership.Member, id uint64) bool {
 			up++
 		}
 	}
+	return n, up
+}
+
+// readyToAddVoter: with one more (not started) voter, the started voters
+// are still a quorum. Adding a second member to a one-member cluster is
+// allowed (etcd's restore procedure does it).
+func readyToAddVoter(members []*membership.Member) bool {
+	n, up := startedVoters(members, 0)
+	n++
+	return (up == 1 && n == 2) || up >= n/2+1
+}
+
+// readyToRemoveVoter: without voter id, the started voters left are a
+// quorum of the voters left.
+func readyToRemoveVoter(members []*membership.Member, id uint64) bool {
+	n, up := startedVoters(members, id)
 	return up >= n/2+1
 }
 
 // readyToPromote: with the learner counted as a started voter, the started
 // voters are a quorum.
 func readyToPromote(members []*membership.Member) bool {
-	n, up := 1, 1
-	for _, m := range votersOf(members) {
-		n++
-		if started(m) {
-			up++
-		}
-	}
-	return up >= n/2+1
+	n, up := startedVoters(members, 0)
+	return up+1 >= (n+1)/2+1
 }
 
 // mayAddMember checks an add: a voter only if readyToAddVoter, and any

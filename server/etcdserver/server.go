@@ -311,12 +311,10 @@ func (s *Server) Header() *pb.ResponseHeader {
 	return &pb.ResponseHeader{ClusterId: s.clusterID, MemberId: s.id, Revision: s.stores.currentRev(), RaftTerm: s.node.Term()}
 }
 
-// fillHeader completes a header the applier started (it knows only the revision).
-func (s *Server) fillHeader(h **pb.ResponseHeader) {
-	if *h == nil {
-		*h = &pb.ResponseHeader{Revision: s.stores.currentRev()}
-	}
-	(*h).ClusterId, (*h).MemberId, (*h).RaftTerm = s.clusterID, s.id, s.node.Term()
+// fillHeader completes, in place, a header the applier started (it knows
+// only the revision; every answer of the apply package carries one).
+func (s *Server) fillHeader(h *pb.ResponseHeader) {
+	h.ClusterId, h.MemberId, h.RaftTerm = s.clusterID, s.id, s.node.Term()
 }
 
 // LinearizableReadCheck passes a read barrier, as /health does.

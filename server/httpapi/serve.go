@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/pkg/peek"
 )
 
 // http2Preface opens every HTTP/2 connection made with prior knowledge, which
@@ -235,7 +237,7 @@ func (m *Mux) dispatch(c net.Conn) {
 		c.Close() // HTTP is served on --listen-client-http-urls instead
 		return
 	}
-	pc := &prefixedConn{Conn: c, prefix: prefix}
+	pc := &prefixedConn{peek.NewConn(c, prefix)}
 	switch {
 	case isGRPC && m.h2Conn != nil && negotiatedH2(c):
 		m.h2Conn.handoff(newTLSH2Conn(pc))
@@ -274,28 +276,16 @@ func sniff(c net.Conn) (isHTTP2 bool, read []byte, err error) {
 
 // prefixedConn replays the sniffed bytes before reading on from the
 // connection.
-type prefixedConn struct {
-	net.Conn
-	prefix []byte
-}
+type prefixedConn struct{ *peek.Conn }
 
 // ConnectionState reports the TLS state of the sniffed connection, so that
 // gRPC (through v3rpc's transport credentials) and HTTP can still see the
 // client's certificate. The zero state means the connection is plaintext.
 func (pc *prefixedConn) ConnectionState() tls.ConnectionState {
-	if tc, ok := pc.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok {
+	if tc, ok := pc.Conn.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok {
 		return tc.ConnectionState()
 	}
 	return tls.ConnectionState{}
-}
-
-func (pc *prefixedConn) Read(p []byte) (int, error) {
-	if len(pc.prefix) > 0 {
-		n := copy(p, pc.prefix)
-		pc.prefix = pc.prefix[n:]
-		return n, nil
-	}
-	return pc.Conn.Read(p)
 }
 
 // handoffListener is a net.Listener fed with connections by the Mux.

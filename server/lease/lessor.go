@@ -300,39 +300,43 @@ func (le *Lessor) Checkpoint(id LeaseID, remainingTTL int64) error {
 // Apply step (and RecoverAttachments) only. errs.ErrLeaseNotFound if the
 // lease does not exist.
 func (le *Lessor) Attach(id LeaseID, keys []string) error {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	l := le.leases[id]
-	if l == nil {
-		return errs.ErrLeaseNotFound
-	}
-	for _, key := range keys {
-		if old, ok := le.items[key]; ok && old != id {
-			if ol := le.leases[old]; ol != nil {
-				ol.removeKey(key)
+	return le.withKeysOf(id, func(l *Lease) {
+		for _, key := range keys {
+			if old, ok := le.items[key]; ok && old != id {
+				if ol := le.leases[old]; ol != nil {
+					ol.removeKey(key)
+				}
 			}
+			le.items[key] = id
+			l.addKey(key)
 		}
-		le.items[key] = id
-		l.addKey(key)
-	}
-	return nil
+	})
 }
 
 // Detach detaches keys from lease id (a key not attached to it is left
 // alone). Apply step only. errs.ErrLeaseNotFound if the lease does not exist.
 func (le *Lessor) Detach(id LeaseID, keys []string) error {
+	return le.withKeysOf(id, func(l *Lease) {
+		for _, key := range keys {
+			if le.items[key] == id {
+				delete(le.items, key)
+			}
+			l.removeKey(key)
+		}
+	})
+}
+
+// withKeysOf runs change on lease id under the write lock, for it to move
+// keys to or from the lease; errs.ErrLeaseNotFound if there is no such
+// lease.
+func (le *Lessor) withKeysOf(id LeaseID, change func(l *Lease)) error {
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	l := le.leases[id]
 	if l == nil {
 		return errs.ErrLeaseNotFound
 	}
-	for _, key := range keys {
-		if le.items[key] == id {
-			delete(le.items, key)
-		}
-		l.removeKey(key)
-	}
+	change(l)
 	return nil
 }
 

@@ -13,58 +13,9 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Bucket layouts, as etcd's.
-var (
-	// diskBuckets: 1ms doubling to about 8s (WAL fsync, backend commit).
-	diskBuckets = prometheus.ExponentialBuckets(0.001, 2, 14)
-	// grpcBuckets: the gRPC handling-time histogram's (Prometheus defaults).
-	grpcBuckets = prometheus.DefBuckets
-)
-
-// Raft and proposals.
-var (
-	HasLeader = gauge("etcd", "server", "has_leader",
-		"1 while this member knows of a leader, 0 while it does not.")
-	IsLeader = gauge("etcd", "server", "is_leader",
-		"1 while this member is the leader, 0 otherwise.")
-	IsLearner = gauge("etcd", "server", "is_learner",
-		"1 while this member is a learner, 0 otherwise.")
-	LeaderChanges = counter("etcd", "server", "leader_changes_seen_total",
-		"How many times this member has seen a new leader.")
-	ProposalsCommitted = gauge("etcd", "server", "proposals_committed_total",
-		"Raft index up to which entries are committed.")
-	ProposalsApplied = gauge("etcd", "server", "proposals_applied_total",
-		"Raft index up to which entries are applied.")
-	ProposalsPending = gauge("etcd", "server", "proposals_pending",
-		"Proposals made through this member still waiting for their result.")
-	ProposalsFailed = counter("etcd", "server", "proposals_failed_total",
-		"Proposals made through this member that failed (timed out, dropped, refused).")
-	ReadIndexFailed = counter("etcd", "server", "read_indexes_failed_total",
-		"Linearizable read barriers (ReadIndex) that failed.")
-	QuotaBackendBytes = gauge("etcd", "server", "quota_backend_bytes",
-		"Backend size, in bytes, at which the NOSPACE alarm is raised.")
-	serverID = gaugeVec("etcd", "server", "id",
-		"Constant 1, labelled with this member's ID in hex.", "server_id")
-	serverVersion = gaugeVec("etcd", "server", "version",
-		"Constant 1, labelled with the etcd version this server reports.", "server_version")
-	goVersion = gaugeVec("etcd", "server", "go_version",
-		"Constant 1, labelled with the Go version the server was built with.", "server_go_version")
-)
-
-// Disk.
-var (
-	WALFsyncSeconds = histogram("etcd", "disk", "wal_fsync_duration_seconds",
-		"Time taken by each fdatasync of the WAL.", diskBuckets)
-	WALWriteBytes = gauge("etcd", "disk", "wal_write_bytes_total",
-		"Bytes written to the WAL so far.")
-	BackendCommitSeconds = histogram("etcd", "disk", "backend_commit_duration_seconds",
-		"Time taken by each commit of the backend database.", diskBuckets)
-	BackendDefragSeconds = histogram("etcd", "disk", "backend_defrag_duration_seconds",
-		"Time taken by each defragmentation of the backend database.", prometheus.ExponentialBuckets(0.1, 2, 13))
 )
 
 // Source reports store figures that are read only when scraped. The member
@@ -111,40 +62,6 @@ func fromSource(f func(Source) float64) func() float64 {
 	}
 }
 
-// Store figures, read through the Source.
-var (
-	dbTotalSize = sourceGauge("etcd", "mvcc", "db_total_size_in_bytes",
-		"Size of the backend database file, in bytes.",
-		func(s Source) float64 { return float64(s.DBSize()) })
-	dbTotalSizeInUse = sourceGauge("etcd", "mvcc", "db_total_size_in_use_in_bytes",
-		"Part of the backend database file holding data (not free pages), in bytes.",
-		func(s Source) float64 { return float64(s.DBSizeInUse()) })
-	currentRevision = sourceGauge("etcd_debugging", "mvcc", "current_revision",
-		"The store's current revision.",
-		func(s Source) float64 { return float64(s.Rev()) })
-	compactRevision = sourceGauge("etcd_debugging", "mvcc", "compact_revision",
-		"Revision of the store's last compaction (-1 if none).",
-		func(s Source) float64 { return float64(s.CompactRev()) })
-	authRevision = sourceGauge("etcd_debugging", "auth", "revision",
-		"The auth store's revision.",
-		func(s Source) float64 { return float64(s.AuthRevision()) })
-	keysTotal = sourceGauge("etcd_debugging", "mvcc", "keys_total",
-		"Number of keys in the store's index.",
-		func(s Source) float64 { return float64(s.Keys()) })
-)
-
-// MVCC operation counters (counted when a request is applied or served).
-var (
-	MVCCPut = counter("etcd", "mvcc", "put_total",
-		"Puts applied by this member.")
-	MVCCDelete = counter("etcd", "mvcc", "delete_total",
-		"Delete-range operations applied by this member.")
-	MVCCRange = counter("etcd", "mvcc", "range_total",
-		"Range requests served by this member.")
-	MVCCTxn = counter("etcd", "mvcc", "txn_total",
-		"Transactions applied by this member.")
-)
-
 func init() {
 	goVersion.WithLabelValues(runtime.Version()).Set(1)
 }
@@ -159,6 +76,18 @@ func SetServerVersion(v string) {
 func SetServerID(id uint64) {
 	serverID.Reset()
 	serverID.WithLabelValues(strconv.FormatUint(id, 16)).Set(1)
+}
+
+// ID formats a member ID as the label value etcd uses.
+func ID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ObserveWatchSend records the forwarding of one store response with
+// events events.
+func ObserveWatchSend(took time.Duration, events int) {
+	WatchSendStreamSeconds.Observe(took.Seconds())
+	if events > 0 {
+		WatchSendStreamPerEventSeconds.Observe(took.Seconds() / float64(events))
+	}
 }
 
 // SetLeader records the leader this member now knows of (0 for none); self is

@@ -86,19 +86,7 @@ type messageDecoder struct {
 }
 
 func (d *messageDecoder) decode() (*raftpb.Message, error) {
-	n, err := readUint64(d.r)
-	if err != nil {
-		return nil, err
-	}
-	b, err := readBytes(d.r, n, d.limit)
-	if err != nil {
-		return nil, err
-	}
-	m := &raftpb.Message{}
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return readRecord[raftpb.Message](d.r, d.limit)
 }
 
 // msgAppV2Encoder writes the msgappv2 stream format. Both ends track the
@@ -242,19 +230,7 @@ func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
 }
 
 func (d *msgAppV2Decoder) decodeEntry() (*raftpb.Entry, error) {
-	size, err := readUint64(d.r)
-	if err != nil {
-		return nil, err
-	}
-	b, err := readBytes(d.r, size, maxStreamMessageBytes)
-	if err != nil {
-		return nil, err
-	}
-	ent := &raftpb.Entry{}
-	if err := proto.Unmarshal(b, ent); err != nil {
-		return nil, err
-	}
-	return ent, nil
+	return readRecord[raftpb.Entry](d.r, maxStreamMessageBytes)
 }
 
 func (d *msgAppV2Decoder) decodeFull() (*raftpb.Message, error) {
@@ -272,6 +248,27 @@ func readUint64(r io.Reader) (uint64, error) {
 		return 0, err
 	}
 	return binary.BigEndian.Uint64(b[:]), nil
+}
+
+// readRecord reads one length-prefixed protobuf message, the unit of both
+// stream formats, refusing a length above limit.
+func readRecord[T any, P interface {
+	*T
+	proto.Message
+}](r io.Reader, limit uint64) (P, error) {
+	n, err := readUint64(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBytes(r, n, limit)
+	if err != nil {
+		return nil, err
+	}
+	m := P(new(T))
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // readBytes reads exactly n bytes, refusing n above limit and growing the

@@ -7,8 +7,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairnkv/cairn/server/auth"
 )
@@ -61,26 +59,6 @@ type authServer struct {
 	pb.UnimplementedAuthServer
 	s  Server
 	as AuthServer
-}
-
-// withHeader calls the member's f and completes the header of its response.
-func withHeader[Req any, T proto.Message](s Server, f func(context.Context, Req) (T, error), ctx context.Context, r Req) (T, error) {
-	resp, err := f(ctx, r)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	m := resp.ProtoReflect()
-	fd := m.Descriptor().Fields().ByName("header")
-	if fd == nil {
-		return resp, nil
-	}
-	var h *pb.ResponseHeader
-	if m.Has(fd) {
-		h, _ = m.Get(fd).Message().Interface().(*pb.ResponseHeader)
-	}
-	m.Set(fd, protoreflect.ValueOfMessage(completeHeader(s, h).ProtoReflect()))
-	return resp, nil
 }
 
 func (a *authServer) AuthEnable(ctx context.Context, r *pb.AuthEnableRequest) (*pb.AuthEnableResponse, error) {

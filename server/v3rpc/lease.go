@@ -30,39 +30,20 @@ type leaseServer struct {
 }
 
 func (l *leaseServer) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
-	resp, err := l.ls.LeaseGrant(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(l.s, resp.Header)
-	return resp, nil
+	return withHeader(l.s, l.ls.LeaseGrant, ctx, r)
 }
 
 func (l *leaseServer) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
-	resp, err := l.ls.LeaseRevoke(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(l.s, resp.Header)
-	return resp, nil
+	return withHeader(l.s, l.ls.LeaseRevoke, ctx, r)
 }
 
 func (l *leaseServer) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
-	resp, err := l.ls.LeaseTimeToLive(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(l.s, resp.Header)
-	return resp, nil
+	return withHeader(l.s, l.ls.LeaseTimeToLive, ctx, r)
 }
 
 func (l *leaseServer) LeaseLeases(ctx context.Context, _ *pb.LeaseLeasesRequest) (*pb.LeaseLeasesResponse, error) {
 	resp, err := l.ls.LeaseLeases(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(l.s, resp.Header)
-	return resp, nil
+	return answered(l.s, resp, err)
 }
 
 // LeaseKeepAlive answers every keepalive on the stream with the lease's

@@ -46,21 +46,12 @@ func newMaintenanceServer(s Server, m MaintenanceServer, lg *zap.Logger, hn *hea
 }
 
 func (ms *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
-	resp, err := ms.m.Alarm(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(ms.s, resp.Header)
-	return resp, nil
+	return withHeader(ms.s, ms.m.Alarm, ctx, r)
 }
 
 func (ms *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
 	resp, err := ms.m.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(ms.s, resp.Header)
-	return resp, nil
+	return answered(ms.s, resp, err)
 }
 
 func (ms *maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
@@ -78,20 +69,12 @@ func (ms *maintenanceServer) Defragment(ctx context.Context, _ *pb.DefragmentReq
 
 func (ms *maintenanceServer) Hash(ctx context.Context, _ *pb.HashRequest) (*pb.HashResponse, error) {
 	resp, err := ms.m.Hash(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(ms.s, resp.Header)
-	return resp, nil
+	return answered(ms.s, resp, err)
 }
 
 func (ms *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
 	resp, err := ms.m.HashKV(ctx, r.Revision)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(ms.s, resp.Header)
-	return resp, nil
+	return answered(ms.s, resp, err)
 }
 
 func (ms *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
@@ -186,10 +169,5 @@ func (ms *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeReque
 	if !ok {
 		return ms.UnimplementedMaintenanceServer.Downgrade(ctx, r)
 	}
-	resp, err := d.Downgrade(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = completeHeader(ms.s, resp.Header)
-	return resp, nil
+	return withHeader(ms.s, d.Downgrade, ctx, r)
 }
