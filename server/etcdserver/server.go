@@ -314,6 +314,9 @@ func (s *Server) Header() *pb.ResponseHeader {
 // fillHeader completes, in place, a header the applier started (it knows
 // only the revision; every answer of the apply package carries one).
 func (s *Server) fillHeader(h *pb.ResponseHeader) {
+	if h == nil {
+		return // a response the applier left without one: v3rpc adds it (completeHeader)
+	}
 	h.ClusterId, h.MemberId, h.RaftTerm = s.clusterID, s.id, s.node.Term()
 }
 
