@@ -3,6 +3,7 @@ package gctuner
 import (
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -72,21 +73,9 @@ func TestTunerFollowsTheLiveHeapAndRestoresGOGC(t *testing.T) {
 	f.setLive(1 << 20)
 	tu.afterCycle() // stopped: nothing
 	want := []int{200, 320, 100, 150}
-	if got := f.calls(); !equal(got, want) {
+	if got := f.calls(); !slices.Equal(got, want) {
 		t.Fatalf("GOGC set to %v, want %v (the last restores the original 150)", got, want)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTunerRunsAfterEachCollection uses the real collector, with fakes
