@@ -241,8 +241,7 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 }
 
 // TestClientRequestsByAnnouncedVersion: a call is counted under the API
-// version its client announced, "unknown" without one, and not at all
-// outside a gRPC transport (no incoming metadata).
+// version its client announced, "unknown" without one.
 func TestClientRequestsByAnnouncedVersion(t *testing.T) {
 	series := func(ver string) string {
 		return `etcd_server_client_requests_total{client_api_version="` + ver + `",type="unary"}`
@@ -250,11 +249,11 @@ func TestClientRequestsByAnnouncedVersion(t *testing.T) {
 	tests := []struct {
 		name string
 		ctx  context.Context
-		ver  string // the series that must grow by one; "" for none
+		ver  string // the series that must grow by one
 	}{
 		{"announced", metadata.NewIncomingContext(context.Background(), metadata.Pairs(clientAPIVersionKey, "3.7")), "3.7"},
 		{"not announced", metadata.NewIncomingContext(context.Background(), metadata.Pairs("other", "x")), "unknown"},
-		{"no metadata", context.Background(), ""},
+		{"no metadata", context.Background(), "unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
