@@ -140,8 +140,7 @@ func (e *msgAppV2Encoder) appendEntries(m *raftpb.Message) error {
 	b = binary.BigEndian.AppendUint64(b, uint64(len(m.GetEntries())))
 	var err error
 	for _, ent := range m.GetEntries() {
-		b = binary.BigEndian.AppendUint64(b, uint64(proto.Size(ent)))
-		if b, err = (proto.MarshalOptions{}).MarshalAppend(b, ent); err != nil {
+		if b, err = appendEntry(b, ent); err != nil {
 			return err
 		}
 		e.index++
@@ -230,7 +229,11 @@ func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
 }
 
 func (d *msgAppV2Decoder) decodeEntry() (*raftpb.Entry, error) {
-	return readRecord[raftpb.Entry](d.r, maxStreamMessageBytes)
+	b, err := readFrame(d.r, maxStreamMessageBytes)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalEntry(b)
 }
 
 func (d *msgAppV2Decoder) decodeFull() (*raftpb.Message, error) {
@@ -256,11 +259,7 @@ func readRecord[T any, P interface {
 	*T
 	proto.Message
 }](r io.Reader, limit uint64) (P, error) {
-	n, err := readUint64(r)
-	if err != nil {
-		return nil, err
-	}
-	b, err := readBytes(r, n, limit)
+	b, err := readFrame(r, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +268,15 @@ func readRecord[T any, P interface {
 		return nil, err
 	}
 	return m, nil
+}
+
+// readFrame reads one length-prefixed record's bytes.
+func readFrame(r io.Reader, limit uint64) ([]byte, error) {
+	n, err := readUint64(r)
+	if err != nil {
+		return nil, err
+	}
+	return readBytes(r, n, limit)
 }
 
 // readBytes reads exactly n bytes, refusing n above limit and growing the

@@ -1,0 +1,150 @@
+package peer
+
+import (
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// Every replicated write crosses the msgappv2 stream as a raftpb.Entry, once
+// per follower. The generic protobuf path costs a reflective size pass, a
+// marshal pass and, on the way in, one allocation per optional field plus a
+// copy of Data. An entry only ever has the four fields below, so both
+// directions handle exactly those by hand, producing the bytes
+// proto.Marshal would, and leave anything else (unknown fields or enum
+// values, malformed input) to the protobuf library, which stays the
+// reference for what the bytes mean.
+
+// Field numbers of raftpb.Entry.
+const (
+	entryTypeField  protowire.Number = 1
+	entryTermField  protowire.Number = 2
+	entryIndexField protowire.Number = 3
+	entryDataField  protowire.Number = 4
+)
+
+// entrySize is proto.Size(e) for an entry appendEntry can encode.
+func entrySize(e *raftpb.Entry) int {
+	n := 0
+	if e.Type != nil {
+		n += 1 + protowire.SizeVarint(uint64(*e.Type))
+	}
+	if e.Term != nil {
+		n += 1 + protowire.SizeVarint(*e.Term)
+	}
+	if e.Index != nil {
+		n += 1 + protowire.SizeVarint(*e.Index)
+	}
+	if e.Data != nil {
+		n += 1 + protowire.SizeBytes(len(e.Data))
+	}
+	return n
+}
+
+// appendEntry appends e as proto.Marshal encodes it (fields in number
+// order), preceded by its 8-byte big-endian size as msgappv2 frames it.
+func appendEntry(b []byte, e *raftpb.Entry) ([]byte, error) {
+	if len(e.ProtoReflect().GetUnknown()) > 0 {
+		return appendEntryProto(b, e)
+	}
+	b = appendUint64BE(b, uint64(entrySize(e)))
+	if e.Type != nil {
+		b = protowire.AppendTag(b, entryTypeField, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(*e.Type))
+	}
+	if e.Term != nil {
+		b = protowire.AppendTag(b, entryTermField, protowire.VarintType)
+		b = protowire.AppendVarint(b, *e.Term)
+	}
+	if e.Index != nil {
+		b = protowire.AppendTag(b, entryIndexField, protowire.VarintType)
+		b = protowire.AppendVarint(b, *e.Index)
+	}
+	if e.Data != nil {
+		b = protowire.AppendTag(b, entryDataField, protowire.BytesType)
+		b = protowire.AppendBytes(b, e.Data)
+	}
+	return b, nil
+}
+
+func appendEntryProto(b []byte, e *raftpb.Entry) ([]byte, error) {
+	b = appendUint64BE(b, uint64(proto.Size(e)))
+	return proto.MarshalOptions{}.MarshalAppend(b, e)
+}
+
+func appendUint64BE(b []byte, v uint64) []byte {
+	return append(b, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32),
+		byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// decodedEntry holds an entry and its optional scalars in one allocation.
+type decodedEntry struct {
+	entry       raftpb.Entry
+	term, index uint64
+	typ         raftpb.EntryType
+}
+
+// unmarshalEntry decodes b, which the entry then owns: its Data aliases b.
+func unmarshalEntry(b []byte) (*raftpb.Entry, error) {
+	if d, ok := parseEntry(b); ok {
+		return &d.entry, nil
+	}
+	e := &raftpb.Entry{}
+	if err := proto.Unmarshal(b, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// parseEntry decodes the fields an entry has; false for anything the
+// protobuf library must judge.
+func parseEntry(b []byte) (*decodedEntry, bool) {
+	d := &decodedEntry{}
+	for len(b) > 0 {
+		num, wt, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		if wt == protowire.BytesType && num == entryDataField {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, false
+			}
+			d.entry.Data = v[:len(v):len(v)] // appending to Data must not reach the next field
+			b = b[n:]
+			continue
+		}
+		if wt != protowire.VarintType {
+			return nil, false
+		}
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 || !d.setScalar(num, v) {
+			return nil, false
+		}
+		b = b[n:]
+	}
+	return d, true
+}
+
+// setScalar stores a varint field; false for an unknown field or an enum
+// value raftpb does not define (protobuf keeps those as unknown fields).
+func (d *decodedEntry) setScalar(num protowire.Number, v uint64) bool {
+	switch num {
+	case entryTermField:
+		d.term, d.entry.Term = v, &d.term
+	case entryIndexField:
+		d.index, d.entry.Index = v, &d.index
+	case entryTypeField:
+		if v > 1<<31-1 {
+			return false
+		}
+		if _, known := raftpb.EntryType_name[int32(v)]; !known {
+			return false
+		}
+		d.typ, d.entry.Type = raftpb.EntryType(v), &d.typ
+	default:
+		return false
+	}
+	return true
+}
