@@ -86,7 +86,11 @@ type messageDecoder struct {
 }
 
 func (d *messageDecoder) decode() (*raftpb.Message, error) {
-	return readRecord[raftpb.Message](d.r, d.limit)
+	b, err := readFrame(d.r, d.limit)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalMessage(b)
 }
 
 // msgAppV2Encoder writes the msgappv2 stream format. Both ends track the
@@ -253,24 +257,8 @@ func readUint64(r io.Reader) (uint64, error) {
 	return binary.BigEndian.Uint64(b[:]), nil
 }
 
-// readRecord reads one length-prefixed protobuf message, the unit of both
-// stream formats, refusing a length above limit.
-func readRecord[T any, P interface {
-	*T
-	proto.Message
-}](r io.Reader, limit uint64) (P, error) {
-	b, err := readFrame(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	m := P(new(T))
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// readFrame reads one length-prefixed record's bytes.
+// readFrame reads one length-prefixed record, the unit of both stream
+// formats, refusing a length above limit.
 func readFrame(r io.Reader, limit uint64) ([]byte, error) {
 	n, err := readUint64(r)
 	if err != nil {

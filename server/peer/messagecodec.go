@@ -1,0 +1,135 @@
+package peer
+
+import (
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// The leader decodes every follower's MsgAppResp and forwarded MsgProp from
+// the message stream. As for entries (see entrycodec.go), the fields those
+// messages use are decoded by hand into one allocation, bytes aliasing the
+// record; a snapshot, storage responses, unknown fields or enum values and
+// malformed input go to proto.Unmarshal.
+
+// Field numbers of raftpb.Message.
+const (
+	msgTypeField       protowire.Number = 1
+	msgToField         protowire.Number = 2
+	msgFromField       protowire.Number = 3
+	msgTermField       protowire.Number = 4
+	msgLogTermField    protowire.Number = 5
+	msgIndexField      protowire.Number = 6
+	msgEntriesField    protowire.Number = 7
+	msgCommitField     protowire.Number = 8
+	msgRejectField     protowire.Number = 10
+	msgRejectHintField protowire.Number = 11
+	msgContextField    protowire.Number = 12
+	msgVoteField       protowire.Number = 13
+)
+
+// decodedMessage holds a message and its optional scalars in one allocation.
+type decodedMessage struct {
+	msg                            raftpb.Message
+	typ                            raftpb.MessageType
+	to, from, term, logTerm, index uint64
+	commit, rejectHint, vote       uint64
+	reject                         bool
+}
+
+// unmarshalMessage decodes b, which the message then owns: its Context and
+// entries' Data alias b.
+func unmarshalMessage(b []byte) (*raftpb.Message, error) {
+	if d, ok := parseMessage(b); ok {
+		return &d.msg, nil
+	}
+	m := &raftpb.Message{}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseMessage decodes the fields raft's replication messages have; false
+// for anything the protobuf library must judge.
+func parseMessage(b []byte) (*decodedMessage, bool) {
+	d := &decodedMessage{}
+	for len(b) > 0 {
+		num, wt, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		switch wt {
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 || !d.setScalar(num, v) {
+				return nil, false
+			}
+			b = b[n:]
+		case protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 || !d.setBytes(num, v[:len(v):len(v)]) {
+				return nil, false
+			}
+			b = b[n:]
+		default:
+			return nil, false
+		}
+	}
+	return d, true
+}
+
+// setScalar stores a varint field; false for a field it does not handle
+// or an enum value raftpb does not define.
+func (d *decodedMessage) setScalar(num protowire.Number, v uint64) bool {
+	m := &d.msg
+	switch num {
+	case msgTypeField:
+		if v > 1<<31-1 {
+			return false
+		}
+		if _, known := raftpb.MessageType_name[int32(v)]; !known {
+			return false
+		}
+		d.typ, m.Type = raftpb.MessageType(v), &d.typ
+	case msgToField:
+		d.to, m.To = v, &d.to
+	case msgFromField:
+		d.from, m.From = v, &d.from
+	case msgTermField:
+		d.term, m.Term = v, &d.term
+	case msgLogTermField:
+		d.logTerm, m.LogTerm = v, &d.logTerm
+	case msgIndexField:
+		d.index, m.Index = v, &d.index
+	case msgCommitField:
+		d.commit, m.Commit = v, &d.commit
+	case msgRejectField:
+		d.reject, m.Reject = protowire.DecodeBool(v), &d.reject
+	case msgRejectHintField:
+		d.rejectHint, m.RejectHint = v, &d.rejectHint
+	case msgVoteField:
+		d.vote, m.Vote = v, &d.vote
+	default:
+		return false
+	}
+	return true
+}
+
+// setBytes stores an entry or the context; false for any other field.
+func (d *decodedMessage) setBytes(num protowire.Number, v []byte) bool {
+	switch num {
+	case msgEntriesField:
+		e, ok := parseEntry(v)
+		if !ok {
+			return false
+		}
+		d.msg.Entries = append(d.msg.Entries, &e.entry)
+	case msgContextField:
+		d.msg.Context = v
+	default:
+		return false
+	}
+	return true
+}
