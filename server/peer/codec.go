@@ -57,26 +57,35 @@ func isLinkHeartbeat(m *raftpb.Message) bool {
 // messageEncoder writes the "message" stream format, also used for the
 // head of a snapshot upload: an 8-byte big-endian length, then the
 // marshaled raftpb.Message.
-type messageEncoder struct{ w io.Writer }
+type messageEncoder struct {
+	w       io.Writer
+	scratch []byte
+}
 
 func (e *messageEncoder) encode(m *raftpb.Message) error {
-	b, err := marshalWithLength(m)
+	b, err := appendMessage(e.scratch[:0], m)
 	if err != nil {
 		return err
 	}
+	e.scratch = keepScratch(b)
 	_, err = e.w.Write(b)
 	return err
 }
 
+// maxKeptScratch bounds the encoding buffer an encoder keeps for the next
+// record, so that one large append does not pin its size.
+const maxKeptScratch = 1 << 20
+
+func keepScratch(b []byte) []byte {
+	if cap(b) > maxKeptScratch {
+		return nil
+	}
+	return b[:0]
+}
+
 // marshalWithLength returns m in the message stream format.
 func marshalWithLength(m *raftpb.Message) ([]byte, error) {
-	buf := make([]byte, 8, 8+proto.Size(m))
-	buf, err := proto.MarshalOptions{}.MarshalAppend(buf, m)
-	if err != nil {
-		return nil, err
-	}
-	binary.BigEndian.PutUint64(buf, uint64(len(buf)-8))
-	return buf, nil
+	return appendMessage(nil, m)
 }
 
 // messageDecoder reads the "message" stream format.
@@ -127,6 +136,7 @@ func (e *msgAppV2Encoder) encode(m *raftpb.Message) error {
 		}
 	}
 	_, err := e.w.Write(e.scratch)
+	e.scratch = keepScratch(e.scratch)
 	return err
 }
 
@@ -154,9 +164,7 @@ func (e *msgAppV2Encoder) appendEntries(m *raftpb.Message) error {
 }
 
 func (e *msgAppV2Encoder) appendFull(m *raftpb.Message) error {
-	b := append(e.scratch[:0], msgAppV2App)
-	b = binary.BigEndian.AppendUint64(b, uint64(proto.Size(m)))
-	b, err := proto.MarshalOptions{}.MarshalAppend(b, m)
+	b, err := appendMessage(append(e.scratch[:0], msgAppV2App), m)
 	if err != nil {
 		return err
 	}

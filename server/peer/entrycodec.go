@@ -23,18 +23,13 @@ const (
 	entryDataField  protowire.Number = 4
 )
 
-// entrySize is proto.Size(e) for an entry appendEntry can encode.
+// entrySize is proto.Size(e) for an entry appendEntry encodes by hand.
 func entrySize(e *raftpb.Entry) int {
 	n := 0
 	if e.Type != nil {
-		n += 1 + protowire.SizeVarint(uint64(*e.Type))
+		n += sizeVarintField(uint64(*e.Type))
 	}
-	if e.Term != nil {
-		n += 1 + protowire.SizeVarint(*e.Term)
-	}
-	if e.Index != nil {
-		n += 1 + protowire.SizeVarint(*e.Index)
-	}
+	n += sizeOptVarint(e.Term) + sizeOptVarint(e.Index)
 	if e.Data != nil {
 		n += 1 + protowire.SizeBytes(len(e.Data))
 	}
@@ -44,27 +39,52 @@ func entrySize(e *raftpb.Entry) int {
 // appendEntry appends e as proto.Marshal encodes it (fields in number
 // order), preceded by its 8-byte big-endian size as msgappv2 frames it.
 func appendEntry(b []byte, e *raftpb.Entry) ([]byte, error) {
-	if len(e.ProtoReflect().GetUnknown()) > 0 {
+	if hasUnknown(e) {
 		return appendEntryProto(b, e)
 	}
 	b = appendUint64BE(b, uint64(entrySize(e)))
+	return appendEntryFields(b, e), nil
+}
+
+func appendEntryFields(b []byte, e *raftpb.Entry) []byte {
 	if e.Type != nil {
-		b = protowire.AppendTag(b, entryTypeField, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(*e.Type))
+		b = appendVarintField(b, entryTypeField, uint64(*e.Type))
 	}
-	if e.Term != nil {
-		b = protowire.AppendTag(b, entryTermField, protowire.VarintType)
-		b = protowire.AppendVarint(b, *e.Term)
-	}
-	if e.Index != nil {
-		b = protowire.AppendTag(b, entryIndexField, protowire.VarintType)
-		b = protowire.AppendVarint(b, *e.Index)
-	}
+	b = appendOptVarint(b, entryTermField, e.Term)
+	b = appendOptVarint(b, entryIndexField, e.Index)
 	if e.Data != nil {
-		b = protowire.AppendTag(b, entryDataField, protowire.BytesType)
-		b = protowire.AppendBytes(b, e.Data)
+		b = appendBytesField(b, entryDataField, e.Data)
 	}
-	return b, nil
+	return b
+}
+
+func hasUnknown(m proto.Message) bool { return len(m.ProtoReflect().GetUnknown()) > 0 }
+
+// The fields encoded by hand all have numbers below 16: their tag is one
+// byte.
+
+func sizeVarintField(v uint64) int { return 1 + protowire.SizeVarint(v) }
+
+func sizeOptVarint(v *uint64) int {
+	if v == nil {
+		return 0
+	}
+	return sizeVarintField(*v)
+}
+
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+}
+
+func appendOptVarint(b []byte, num protowire.Number, v *uint64) []byte {
+	if v == nil {
+		return b
+	}
+	return appendVarintField(b, num, *v)
+}
+
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
 }
 
 func appendEntryProto(b []byte, e *raftpb.Entry) ([]byte, error) {

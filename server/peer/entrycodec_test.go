@@ -51,7 +51,7 @@ func TestUnmarshalEntryMatchesProto(t *testing.T) {
 		"unknown field":      protowire.AppendVarint(protowire.AppendTag(nil, 12, protowire.VarintType), 1),
 		"term as bytes":      protowire.AppendBytes(protowire.AppendTag(nil, entryTermField, protowire.BytesType), []byte{1}),
 		"repeated term":      appendVarintField(appendVarintField(nil, entryTermField, 4), entryTermField, 5),
-		"repeated data":      appendBytesField(appendBytesField(nil, entryDataField, "a"), entryDataField, "bc"),
+		"repeated data":      appendBytesField(appendBytesField(nil, entryDataField, []byte("a")), entryDataField, []byte("bc")),
 	}
 	for name, e := range sampleEntries() {
 		b, err := proto.Marshal(e)
@@ -93,7 +93,7 @@ func TestUnmarshalEntryRejectsWhatProtoRejects(t *testing.T) {
 
 // Appending to a decoded entry's Data must not overwrite the record.
 func TestUnmarshalEntryDataCapacity(t *testing.T) {
-	b := appendVarintField(appendBytesField(nil, entryDataField, "ab"), entryTermField, 3)
+	b := appendVarintField(appendBytesField(nil, entryDataField, []byte("ab")), entryTermField, 3)
 	e, err := unmarshalEntry(b)
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +105,4 @@ func TestUnmarshalEntryDataCapacity(t *testing.T) {
 	if _, err := unmarshalEntry(b); err != nil {
 		t.Fatalf("record damaged by append: %v", err)
 	}
-}
-
-func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
-}
-
-func appendBytesField(b []byte, num protowire.Number, v string) []byte {
-	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), []byte(v))
 }

@@ -133,3 +133,71 @@ func (d *decodedMessage) setBytes(num protowire.Number, v []byte) bool {
 	}
 	return true
 }
+
+// appendMessage appends m as proto.Marshal encodes it, preceded by its
+// 8-byte big-endian size (the record of the message stream, and of a
+// msgappv2 record that carries a whole message).
+func appendMessage(b []byte, m *raftpb.Message) ([]byte, error) {
+	if !handEncodable(m) {
+		b = appendUint64BE(b, uint64(proto.Size(m)))
+		return proto.MarshalOptions{}.MarshalAppend(b, m)
+	}
+	b = appendUint64BE(b, uint64(messageSize(m)))
+	if m.Type != nil {
+		b = appendVarintField(b, msgTypeField, uint64(*m.Type))
+	}
+	b = appendOptVarint(b, msgToField, m.To)
+	b = appendOptVarint(b, msgFromField, m.From)
+	b = appendOptVarint(b, msgTermField, m.Term)
+	b = appendOptVarint(b, msgLogTermField, m.LogTerm)
+	b = appendOptVarint(b, msgIndexField, m.Index)
+	for _, e := range m.Entries {
+		b = protowire.AppendTag(b, msgEntriesField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(entrySize(e)))
+		b = appendEntryFields(b, e)
+	}
+	b = appendOptVarint(b, msgCommitField, m.Commit)
+	if m.Reject != nil {
+		b = appendVarintField(b, msgRejectField, protowire.EncodeBool(*m.Reject))
+	}
+	b = appendOptVarint(b, msgRejectHintField, m.RejectHint)
+	if m.Context != nil {
+		b = appendBytesField(b, msgContextField, m.Context)
+	}
+	b = appendOptVarint(b, msgVoteField, m.Vote)
+	return b, nil
+}
+
+// handEncodable reports whether m has only the fields appendMessage
+// writes itself.
+func handEncodable(m *raftpb.Message) bool {
+	if m.Snapshot != nil || m.Responses != nil || hasUnknown(m) {
+		return false
+	}
+	for _, e := range m.Entries {
+		if e == nil || hasUnknown(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// messageSize is proto.Size(m) for a handEncodable m.
+func messageSize(m *raftpb.Message) int {
+	n := sizeOptVarint(m.To) + sizeOptVarint(m.From) + sizeOptVarint(m.Term) +
+		sizeOptVarint(m.LogTerm) + sizeOptVarint(m.Index) + sizeOptVarint(m.Commit) +
+		sizeOptVarint(m.RejectHint) + sizeOptVarint(m.Vote)
+	if m.Type != nil {
+		n += sizeVarintField(uint64(*m.Type))
+	}
+	for _, e := range m.Entries {
+		n += 1 + protowire.SizeBytes(entrySize(e))
+	}
+	if m.Reject != nil {
+		n += 2
+	}
+	if m.Context != nil {
+		n += 1 + protowire.SizeBytes(len(m.Context))
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -60,18 +61,18 @@ func TestUnmarshalMessageOddInputs(t *testing.T) {
 		"unknown message type":    appendVarintField(nil, msgTypeField, 999),
 		"huge message type":       appendVarintField(nil, msgTypeField, 1<<40),
 		"unknown field":           appendVarintField(nil, 20, 1),
-		"entry with unknown":      appendBytesField(nil, msgEntriesField, string(entryWithUnknown)),
+		"entry with unknown":      appendBytesField(nil, msgEntriesField, entryWithUnknown),
 		"repeated from":           appendVarintField(appendVarintField(nil, msgFromField, 1), msgFromField, 2),
 		"fixed64 field":           protowire.AppendFixed64(protowire.AppendTag(nil, msgTermField, protowire.Fixed64Type), 1),
 		"empty":                   {},
-		"empty context and entry": appendBytesField(appendBytesField(nil, msgContextField, ""), msgEntriesField, ""),
+		"empty context and entry": appendBytesField(appendBytesField(nil, msgContextField, []byte("")), msgEntriesField, []byte{}),
 	} {
 		t.Run(name, func(t *testing.T) { checkUnmarshalMessage(t, b) })
 	}
 	for name, b := range map[string][]byte{
 		"truncated varint": {byte(msgTermField<<3 | 0), 0x80},
 		"truncated bytes":  {byte(msgContextField<<3 | 2), 9, 'a'},
-		"truncated entry":  appendBytesField(nil, msgEntriesField, "\x22\x05a"),
+		"truncated entry":  appendBytesField(nil, msgEntriesField, []byte("\x22\x05a")),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := unmarshalMessage(b); err == nil {
@@ -93,5 +94,34 @@ func checkUnmarshalMessage(t *testing.T, b []byte) {
 	}
 	if !proto.Equal(got, want) {
 		t.Fatalf("unmarshalMessage = %v, want %v", got, want)
+	}
+}
+
+// The hand encoding must be exactly proto.Marshal's, framed with its size.
+func TestAppendMessageMatchesProto(t *testing.T) {
+	resp := msg(raftpb.MsgAppResp, 2, 1, 3, 40)
+	resp.Reject, resp.RejectHint, resp.Commit = proto.Bool(false), proto.Uint64(1<<50), proto.Uint64(39)
+	prop := msg(raftpb.MsgProp, 2, 1, 0, 0)
+	prop.Entries = []*raftpb.Entry{{Data: []byte("a")}, {}, {Data: []byte{}, Term: proto.Uint64(3)}}
+	vote := msg(raftpb.MsgVote, 3, 1, 9, 50)
+	vote.Vote, vote.Context, vote.Reject = proto.Uint64(3), []byte{}, proto.Bool(true)
+	unknownEntry := msg(raftpb.MsgProp, 2, 1, 0, 0)
+	unknownEntry.Entries = []*raftpb.Entry{sampleEntries()["unknown field"]}
+	msgs := append(sampleMessages(), resp, prop, vote, linkHeartbeat(), &raftpb.Message{}, unknownEntry)
+	for _, m := range msgs {
+		t.Run(m.GetType().String(), func(t *testing.T) {
+			want, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendMessage([]byte{9}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(binary.BigEndian.AppendUint64([]byte{9}, uint64(len(want))), want...)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("appendMessage =\n %x, want\n %x", got, want)
+			}
+		})
 	}
 }
