@@ -211,21 +211,16 @@ func (d *msgAppV2Decoder) decode() (*raftpb.Message, error) {
 }
 
 func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
-	m := &raftpb.Message{
-		Type:    raftpb.MsgApp.Enum(),
-		From:    proto.Uint64(d.remote),
-		To:      proto.Uint64(d.local),
-		Term:    proto.Uint64(d.term),
-		LogTerm: proto.Uint64(d.term),
-		Index:   proto.Uint64(d.index),
-	}
+	m := newContinuation(d.remote, d.local, d.term, d.index)
 	count, err := readUint64(d.r)
 	if err != nil {
 		return nil, err
 	}
-	m.Entries = make([]*raftpb.Entry, 0, min(count, 1024))
+	n := min(count, 1024) // the count is the remote's word: allocate as entries arrive
+	m.Entries = make([]*raftpb.Entry, 0, n)
+	blk := make(entryBlock, n)
 	for range count {
-		ent, err := d.decodeEntry()
+		ent, err := d.decodeEntry(blk.take())
 		if err != nil {
 			return nil, err
 		}
@@ -240,12 +235,12 @@ func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
 	return m, nil
 }
 
-func (d *msgAppV2Decoder) decodeEntry() (*raftpb.Entry, error) {
+func (d *msgAppV2Decoder) decodeEntry(into *decodedEntry) (*raftpb.Entry, error) {
 	b, err := readFrame(d.r, maxStreamMessageBytes)
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalEntry(b)
+	return into.unmarshal(b)
 }
 
 func (d *msgAppV2Decoder) decodeFull() (*raftpb.Message, error) {

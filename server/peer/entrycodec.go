@@ -104,11 +104,32 @@ type decodedEntry struct {
 	typ         raftpb.EntryType
 }
 
+// entryBlock hands out the decodedEntry values of one message from a
+// single allocation: the entries of a message live about as long as each
+// other (raft keeps them until they are applied and compacted).
+type entryBlock []decodedEntry
+
+func (blk *entryBlock) take() *decodedEntry {
+	if len(*blk) == 0 {
+		return new(decodedEntry)
+	}
+	d := &(*blk)[0]
+	*blk = (*blk)[1:]
+	return d
+}
+
 // unmarshalEntry decodes b, which the entry then owns: its Data aliases b.
 func unmarshalEntry(b []byte) (*raftpb.Entry, error) {
-	if d, ok := parseEntry(b); ok {
+	return new(decodedEntry).unmarshal(b)
+}
+
+// unmarshal decodes b into d, which must be zero, and returns d's entry
+// (or, for what only proto decodes, another one).
+func (d *decodedEntry) unmarshal(b []byte) (*raftpb.Entry, error) {
+	if d.parse(b) {
 		return &d.entry, nil
 	}
+	*d = decodedEntry{}
 	e := &raftpb.Entry{}
 	if err := proto.Unmarshal(b, e); err != nil {
 		return nil, err
@@ -120,31 +141,36 @@ func unmarshalEntry(b []byte) (*raftpb.Entry, error) {
 // protobuf library must judge.
 func parseEntry(b []byte) (*decodedEntry, bool) {
 	d := &decodedEntry{}
+	return d, d.parse(b)
+}
+
+// parse decodes b into d, which must be zero.
+func (d *decodedEntry) parse(b []byte) bool {
 	for len(b) > 0 {
 		num, wt, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil, false
+			return false
 		}
 		b = b[n:]
 		if wt == protowire.BytesType && num == entryDataField {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return nil, false
+				return false
 			}
 			d.entry.Data = v[:len(v):len(v)] // appending to Data must not reach the next field
 			b = b[n:]
 			continue
 		}
 		if wt != protowire.VarintType {
-			return nil, false
+			return false
 		}
 		v, n := protowire.ConsumeVarint(b)
 		if n < 0 || !d.setScalar(num, v) {
-			return nil, false
+			return false
 		}
 		b = b[n:]
 	}
-	return d, true
+	return true
 }
 
 // setScalar stores a varint field; false for an unknown field or an enum

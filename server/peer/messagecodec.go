@@ -30,11 +30,21 @@ const (
 
 // decodedMessage holds a message and its optional scalars in one allocation.
 type decodedMessage struct {
+	entries                        entryBlock
 	msg                            raftpb.Message
 	typ                            raftpb.MessageType
 	to, from, term, logTerm, index uint64
 	commit, rejectHint, vote       uint64
 	reject                         bool
+}
+
+// newContinuation is the MsgApp an append-entries record stands for, its
+// header fields in one allocation (Commit and Entries still to fill).
+func newContinuation(from, to, term, index uint64) *raftpb.Message {
+	d := &decodedMessage{typ: raftpb.MsgApp, from: from, to: to, term: term, logTerm: term, index: index}
+	m := &d.msg
+	m.Type, m.From, m.To, m.Term, m.LogTerm, m.Index = &d.typ, &d.from, &d.to, &d.term, &d.logTerm, &d.index
+	return m
 }
 
 // unmarshalMessage decodes b, which the message then owns: its Context and
@@ -54,6 +64,10 @@ func unmarshalMessage(b []byte) (*raftpb.Message, error) {
 // for anything the protobuf library must judge.
 func parseMessage(b []byte) (*decodedMessage, bool) {
 	d := &decodedMessage{}
+	if n := countEntries(b); n > 0 {
+		d.entries = make(entryBlock, n)
+		d.msg.Entries = make([]*raftpb.Entry, 0, n)
+	}
 	for len(b) > 0 {
 		num, wt, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -78,6 +92,27 @@ func parseMessage(b []byte) (*decodedMessage, bool) {
 		}
 	}
 	return d, true
+}
+
+// countEntries counts the entries field in an encoded message; what does
+// not parse counts as none (parseMessage then gives up on it anyway).
+func countEntries(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		num, wt, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return 0
+		}
+		valLen := protowire.ConsumeFieldValue(num, wt, b[tagLen:])
+		if valLen < 0 {
+			return 0
+		}
+		if num == msgEntriesField && wt == protowire.BytesType {
+			n++
+		}
+		b = b[tagLen+valLen:]
+	}
+	return n
 }
 
 // setScalar stores a varint field; false for a field it does not handle
@@ -121,8 +156,8 @@ func (d *decodedMessage) setScalar(num protowire.Number, v uint64) bool {
 func (d *decodedMessage) setBytes(num protowire.Number, v []byte) bool {
 	switch num {
 	case msgEntriesField:
-		e, ok := parseEntry(v)
-		if !ok {
+		e := d.entries.take()
+		if !e.parse(v) {
 			return false
 		}
 		d.msg.Entries = append(d.msg.Entries, &e.entry)
