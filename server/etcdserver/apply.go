@@ -220,7 +220,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	connect := s.records.applyChange(tx, cc)
 	members, _ := membership.Load(tx)
 	tx.Unlock()
-	s.leases.peersChanged() // once the change is visible to readers
+	s.membersChanged() // once the change is visible to readers
 	connect()
 	if cc.GetId() != 0 {
 		s.props.answer(cc.GetId(), members)
