@@ -155,6 +155,37 @@ func (s *Server) recordApply(r *pb.InternalRaftRequest, result *apply.Result, to
 // message's name without "Request" ("Put", "LeaseGrant",
 // "ClusterMemberAttrSet").
 func requestOp(r *pb.InternalRaftRequest) string {
+	if op := commonRequestOp(r); op != "" {
+		return op
+	}
+	return requestOpByReflection(r)
+}
+
+// commonRequestOp names the requests a write load is made of without
+// reflection, which visits every field of r and costs more than applying
+// a small put's metrics; "" for any other request.
+func commonRequestOp(r *pb.InternalRaftRequest) string {
+	switch {
+	case r.Put != nil:
+		return "Put"
+	case r.Txn != nil:
+		return "Txn"
+	case r.DeleteRange != nil:
+		return "DeleteRange"
+	case r.Range != nil:
+		return "Range"
+	case r.LeaseGrant != nil:
+		return "LeaseGrant"
+	case r.LeaseRevoke != nil:
+		return "LeaseRevoke"
+	case r.LeaseCheckpoint != nil:
+		return "LeaseCheckpoint"
+	}
+	return ""
+}
+
+// requestOpByReflection names any request by its message type.
+func requestOpByReflection(r *pb.InternalRaftRequest) string {
 	op := "Unknown"
 	r.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
 		if fd.Message() == nil || fd.Name() == "header" {
@@ -189,7 +220,7 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 	connect := s.records.applyChange(tx, cc)
 	members, _ := membership.Load(tx)
 	tx.Unlock()
-	s.leases.peersChanged() // once the change is visible to readers
+	s.membersChanged() // once the change is visible to readers
 	connect()
 	if cc.GetId() != 0 {
 		s.props.answer(cc.GetId(), members)

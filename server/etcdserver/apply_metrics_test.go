@@ -34,6 +34,24 @@ func TestRequestOp(t *testing.T) {
 	}
 }
 
+// The requests named without reflection get the name reflection gives.
+func TestCommonRequestOpMatchesReflection(t *testing.T) {
+	for _, r := range []*pb.InternalRaftRequest{
+		{Put: &pb.PutRequest{}},
+		{Header: &pb.RequestHeader{ID: 7}, Txn: &pb.TxnRequest{}},
+		{DeleteRange: &pb.DeleteRangeRequest{}},
+		{Range: &pb.RangeRequest{}},
+		{LeaseGrant: &pb.LeaseGrantRequest{}},
+		{LeaseRevoke: &pb.LeaseRevokeRequest{}},
+		{LeaseCheckpoint: &pb.LeaseCheckpointRequest{}},
+	} {
+		got := commonRequestOp(r)
+		if want := requestOpByReflection(r); got == "" || got != want {
+			t.Errorf("commonRequestOp(%v) = %q, reflection says %q", r, got, want)
+		}
+	}
+}
+
 func counterValue(t *testing.T, c prometheus.Collector) float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()

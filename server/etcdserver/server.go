@@ -49,9 +49,10 @@ type Server struct {
 	transport   *peer.Transport
 
 	reqIDs      *idutil.Generator
-	props       *proposer     // the proposals in flight
-	raftView    *raftView     // leadership, configuration, peer connections
-	records     memberRecords // the applied membership in the backend
+	props       *proposer      // the proposals in flight
+	raftView    *raftView      // leadership, configuration, peer connections
+	records     memberRecords  // the applied membership in the backend
+	removed     removedIDCache // the members_removed bucket, for the peer transport
 	appliedWait *wait.Index
 
 	// commits holds the apply lock (applyMu) and the consistent index.
@@ -122,7 +123,7 @@ func New(cfg *Config) (*Server, error) {
 	// The raft node comes after its transport: the parts that talk to the
 	// node or the transport get them once both exist. Nothing serves the
 	// peer URLs and no loop runs before New returns.
-	rp := &raftPeer{removed: s.stores.IsIDRemoved, withApplyLock: s.commits.withApplyLock, dbs: s.storage.snapshotter}
+	rp := &raftPeer{removed: s.isIDRemoved, withApplyLock: s.commits.withApplyLock, dbs: s.storage.snapshotter}
 	if s.transport, err = newTransport(c, b.id, b.clusterID, rp); err != nil {
 		s.stores.close()
 		b.storage.Close()

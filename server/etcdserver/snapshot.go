@@ -35,7 +35,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	if err == nil {
 		err = s.openBackendStores()
 	}
-	s.leases.peersChanged() // the snapshot's members bucket replaced ours
+	s.membersChanged() // the snapshot's members bucket replaced ours
 	s.stores.mu.Unlock()
 	s.commits.mu.Unlock()
 	if err != nil {

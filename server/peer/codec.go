@@ -57,26 +57,35 @@ func isLinkHeartbeat(m *raftpb.Message) bool {
 // messageEncoder writes the "message" stream format, also used for the
 // head of a snapshot upload: an 8-byte big-endian length, then the
 // marshaled raftpb.Message.
-type messageEncoder struct{ w io.Writer }
+type messageEncoder struct {
+	w       io.Writer
+	scratch []byte
+}
 
 func (e *messageEncoder) encode(m *raftpb.Message) error {
-	b, err := marshalWithLength(m)
+	b, err := appendMessage(e.scratch[:0], m)
 	if err != nil {
 		return err
 	}
+	e.scratch = keepScratch(b)
 	_, err = e.w.Write(b)
 	return err
 }
 
+// maxKeptScratch bounds the encoding buffer an encoder keeps for the next
+// record, so that one large append does not pin its size.
+const maxKeptScratch = 1 << 20
+
+func keepScratch(b []byte) []byte {
+	if cap(b) > maxKeptScratch {
+		return nil
+	}
+	return b[:0]
+}
+
 // marshalWithLength returns m in the message stream format.
 func marshalWithLength(m *raftpb.Message) ([]byte, error) {
-	buf := make([]byte, 8, 8+proto.Size(m))
-	buf, err := proto.MarshalOptions{}.MarshalAppend(buf, m)
-	if err != nil {
-		return nil, err
-	}
-	binary.BigEndian.PutUint64(buf, uint64(len(buf)-8))
-	return buf, nil
+	return appendMessage(nil, m)
 }
 
 // messageDecoder reads the "message" stream format.
@@ -86,7 +95,11 @@ type messageDecoder struct {
 }
 
 func (d *messageDecoder) decode() (*raftpb.Message, error) {
-	return readRecord[raftpb.Message](d.r, d.limit)
+	b, err := readFrame(d.r, d.limit)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalMessage(b)
 }
 
 // msgAppV2Encoder writes the msgappv2 stream format. Both ends track the
@@ -123,6 +136,7 @@ func (e *msgAppV2Encoder) encode(m *raftpb.Message) error {
 		}
 	}
 	_, err := e.w.Write(e.scratch)
+	e.scratch = keepScratch(e.scratch)
 	return err
 }
 
@@ -140,8 +154,7 @@ func (e *msgAppV2Encoder) appendEntries(m *raftpb.Message) error {
 	b = binary.BigEndian.AppendUint64(b, uint64(len(m.GetEntries())))
 	var err error
 	for _, ent := range m.GetEntries() {
-		b = binary.BigEndian.AppendUint64(b, uint64(proto.Size(ent)))
-		if b, err = (proto.MarshalOptions{}).MarshalAppend(b, ent); err != nil {
+		if b, err = appendEntry(b, ent); err != nil {
 			return err
 		}
 		e.index++
@@ -151,9 +164,7 @@ func (e *msgAppV2Encoder) appendEntries(m *raftpb.Message) error {
 }
 
 func (e *msgAppV2Encoder) appendFull(m *raftpb.Message) error {
-	b := append(e.scratch[:0], msgAppV2App)
-	b = binary.BigEndian.AppendUint64(b, uint64(proto.Size(m)))
-	b, err := proto.MarshalOptions{}.MarshalAppend(b, m)
+	b, err := appendMessage(append(e.scratch[:0], msgAppV2App), m)
 	if err != nil {
 		return err
 	}
@@ -200,21 +211,16 @@ func (d *msgAppV2Decoder) decode() (*raftpb.Message, error) {
 }
 
 func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
-	m := &raftpb.Message{
-		Type:    raftpb.MsgApp.Enum(),
-		From:    proto.Uint64(d.remote),
-		To:      proto.Uint64(d.local),
-		Term:    proto.Uint64(d.term),
-		LogTerm: proto.Uint64(d.term),
-		Index:   proto.Uint64(d.index),
-	}
+	m := newContinuation(d.remote, d.local, d.term, d.index)
 	count, err := readUint64(d.r)
 	if err != nil {
 		return nil, err
 	}
-	m.Entries = make([]*raftpb.Entry, 0, min(count, 1024))
+	n := min(count, 1024) // the count is the remote's word: allocate as entries arrive
+	m.Entries = make([]*raftpb.Entry, 0, n)
+	blk := make(entryBlock, n)
 	for range count {
-		ent, err := d.decodeEntry()
+		ent, err := d.decodeEntry(blk.take())
 		if err != nil {
 			return nil, err
 		}
@@ -229,8 +235,12 @@ func (d *msgAppV2Decoder) decodeAppEntries() (*raftpb.Message, error) {
 	return m, nil
 }
 
-func (d *msgAppV2Decoder) decodeEntry() (*raftpb.Entry, error) {
-	return readRecord[raftpb.Entry](d.r, maxStreamMessageBytes)
+func (d *msgAppV2Decoder) decodeEntry(into *decodedEntry) (*raftpb.Entry, error) {
+	b, err := readFrame(d.r, maxStreamMessageBytes)
+	if err != nil {
+		return nil, err
+	}
+	return into.unmarshal(b)
 }
 
 func (d *msgAppV2Decoder) decodeFull() (*raftpb.Message, error) {
@@ -250,25 +260,14 @@ func readUint64(r io.Reader) (uint64, error) {
 	return binary.BigEndian.Uint64(b[:]), nil
 }
 
-// readRecord reads one length-prefixed protobuf message, the unit of both
-// stream formats, refusing a length above limit.
-func readRecord[T any, P interface {
-	*T
-	proto.Message
-}](r io.Reader, limit uint64) (P, error) {
+// readFrame reads one length-prefixed record, the unit of both stream
+// formats, refusing a length above limit.
+func readFrame(r io.Reader, limit uint64) ([]byte, error) {
 	n, err := readUint64(r)
 	if err != nil {
 		return nil, err
 	}
-	b, err := readBytes(r, n, limit)
-	if err != nil {
-		return nil, err
-	}
-	m := P(new(T))
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return readBytes(r, n, limit)
 }
 
 // readBytes reads exactly n bytes, refusing n above limit and growing the

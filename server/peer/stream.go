@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -291,10 +292,18 @@ func streamDialError(resp *http.Response) error {
 	}
 }
 
+// streamReadBufferBytes is what a stream reader takes from the response
+// body at once. The decoders read a few bytes at a time (a length, a type,
+// one entry), and each read of the body itself goes through the chunked
+// decoding, its lock and the byte counter; a batch of appends arrives in
+// one buffer fill instead.
+const streamReadBufferBytes = 16 << 10
+
 // readAll decodes messages until the stream ends. A full receive queue
 // drops the message, as raft will resend.
 func (r *streamReader) readAll(body io.Reader) error {
-	dec := r.typ.decoder(countingReader{body, r.p.m.receivedBytes}, r.p.t.cfg.ID, r.p.id)
+	in := bufio.NewReaderSize(countingReader{body, r.p.m.receivedBytes}, streamReadBufferBytes)
+	dec := r.typ.decoder(in, r.p.t.cfg.ID, r.p.id)
 	for {
 		m, err := dec.decode()
 		if err != nil {

@@ -104,6 +104,9 @@ type WAL struct {
 	metadata []byte
 	state    *raftpb.HardState // last HardState written
 	enti     uint64            // index of the last entry written
+	// entryBuf is reused to marshal each entry: the encoder copies the
+	// bytes into its frame, so one entry's buffer serves the next.
+	entryBuf []byte
 
 	// Reading: set by Open until ReadAll finishes.
 	start        walpb.Snapshot
@@ -382,10 +385,20 @@ func (w *WAL) save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 	return w.cut()
 }
 
+// maxKeptEntryBuf bounds the marshal buffer kept between entries, so one
+// huge entry does not pin its size for the WAL's lifetime.
+const maxKeptEntryBuf = 1 << 20
+
 func (w *WAL) saveEntry(e *raftpb.Entry) error {
-	data, err := proto.Marshal(e)
+	data, err := proto.MarshalOptions{}.MarshalAppend(w.entryBuf[:0], e)
 	if err != nil {
 		return err
+	}
+	if data == nil {
+		data = []byte{} // as proto.Marshal gives: the record still carries Data
+	}
+	if cap(data) <= maxKeptEntryBuf {
+		w.entryBuf = data[:0]
 	}
 	if err := w.encoder.encode(&walpb.Record{Type: entryType, Data: data}); err != nil {
 		return err
