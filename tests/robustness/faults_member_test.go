@@ -75,6 +75,7 @@ func (c *cluster) rejoin(i, via int, old uint64, newURL bool, ev *faultEvent) er
 	if err != nil {
 		return err
 	}
+	c.awaitAddApplied(id, i, ev)
 	c.setID(i, id)
 	p.args = setArg(p.args, "--initial-advertise-peer-urls", peerURL)
 	p.args = setArg(p.args, "--initial-cluster", initialCluster(members, id, p.name))
@@ -192,6 +193,7 @@ func (c *cluster) startLearner(via int, ev *faultEvent) (*tempMember, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.awaitAddApplied(id, -1, ev)
 	args := slices.Clone(c.procs[0].args)
 	for flag, v := range map[string]string{
 		"--name":                        learnerName,
@@ -210,6 +212,32 @@ func (c *cluster) startLearner(via int, ev *faultEvent) (*tempMember, error) {
 		return nil, joinErr(err, c.dropMember(via, m, ev))
 	}
 	return m, nil
+}
+
+// awaitAddApplied waits (up to reconfigBound) until every member but
+// except (-1 for none: the one being replaced is down) lists member id in
+// its own, serializable, member list. A joining member asks
+// one of the others for the cluster and refuses to start if that one has
+// not applied the add yet ("member count is unequal"), as etcd does; a
+// member just back from a kill or power cut can lag the one that answered
+// the add by seconds on a loaded machine.
+func (c *cluster) awaitAddApplied(id uint64, except int, ev *faultEvent) {
+	deadline := time.Now().Add(reconfigBound)
+	for j := range c.admin {
+		for j != except {
+			ctx, cancel := context.WithTimeout(context.Background(), reconfigTimeout)
+			ml, err := c.admin[j].MemberList(ctx, clientv3.WithSerializable())
+			cancel()
+			if err == nil && findMember(ml.Members, id) != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				note(ev, "m%d does not list %x yet; starting it anyway", j, id)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // dropMember removes m through member via and stops it (a removed member
