@@ -41,6 +41,8 @@ type watchSession struct {
 
 	reqs    chan *pb.WatchRequest
 	recvErr chan error // capacity 1: recv's last word
+
+	enc watchEncoder
 }
 
 // watchOptions are what a watcher asked for beyond the store's part.
@@ -79,6 +81,11 @@ func (ss *watchSession) run() error {
 			start := time.Now()
 			err = ss.forward(resp)
 			metrics.ObserveWatchSend(time.Since(start), len(resp.Events))
+			if len(ss.mws.Chan()) == 0 {
+				// A burst is over: the next one reads the member's header
+				// (its term) afresh.
+				ss.enc.forgetHeader()
+			}
 		case <-ticker.C:
 			start := time.Now()
 			ss.notifyProgress()
@@ -230,23 +237,46 @@ func (ss *watchSession) forward(r mvcc.WatchResponse) error {
 		ss.requestProgressAll()
 		return nil
 	}
-	resp := &pb.WatchResponse{
-		Header: ss.header(r.Revision), WatchId: int64(r.WatchID), Events: r.Events,
-		CompactRevision: r.CompactRevision, Canceled: r.CompactRevision != 0,
-	}
 	var err error
 	switch {
 	case opts == nil:
-		err = ss.send(resp)
+		err = ss.send(ss.response(r))
 	case opts.fragment:
-		err = ss.sendEvents(opts, resp, ss.srv.fragmentBytes)
+		err = ss.sendEvents(opts, ss.response(r), ss.srv.fragmentBytes)
+	case opts.prevKV || r.CompactRevision != 0:
+		err = ss.sendEvents(opts, ss.response(r), 0)
 	default:
-		err = ss.sendEvents(opts, resp, 0)
+		err = ss.sendEncoded(opts, r)
 	}
 	if err == nil && ss.progressDue {
 		ss.requestProgressAll()
 	}
 	return err
+}
+
+// response is the client's form of a store response.
+func (ss *watchSession) response(r mvcc.WatchResponse) *pb.WatchResponse {
+	return &pb.WatchResponse{
+		Header: ss.header(r.Revision), WatchId: int64(r.WatchID), Events: r.Events,
+		CompactRevision: r.CompactRevision, Canceled: r.CompactRevision != 0,
+	}
+}
+
+// sendEncoded sends an event (or progress) response of a watcher without
+// prevKV or fragmenting, with the header and events the stream's previous
+// response encoded when they are the same.
+func (ss *watchSession) sendEncoded(opts *watchOptions, r mvcc.WatchResponse) error {
+	opts.sentEvents = opts.sentEvents || len(r.Events) > 0
+	enc, err := ss.enc.encode(int64(r.WatchID), r.Revision, r.Events, ss.header)
+	if err != nil {
+		return err
+	}
+	if err := ss.stream.SendMsg(enc); err != nil {
+		return err
+	}
+	// The metrics interceptor counts only proto messages' bytes.
+	metrics.ClientGRPCSentBytes.Add(float64(enc.size))
+	return nil
 }
 
 // sendEvents sends a watcher's response with the watcher's options applied,

@@ -57,18 +57,43 @@ func (g *watcherGroup) eachHolding(key []byte, f func(w *watcher)) {
 	}
 }
 
-// eventsByWatcher gives each watcher of g the events of evs (in revision
-// order) it wants, keeping their order. Watchers that want none are absent.
-func eventsByWatcher(g *watcherGroup, evs []*mvccpb.Event) map[*watcher][]*mvccpb.Event {
-	out := make(map[*watcher][]*mvccpb.Event)
+// fanOut calls deliver once for every watcher of g that wants some of evs
+// (in revision order) with the events it wants, in order. Watchers that
+// want all of them share evs itself, so that a stream's encoder sees the
+// same events for each and encodes them once; a single event needs no
+// bookkeeping at all. counts is scratch space, left empty. deliver may
+// remove the watcher from g.
+func fanOut(g *watcherGroup, evs []*mvccpb.Event, counts map[*watcher]int, deliver func(*watcher, []*mvccpb.Event)) {
+	if len(evs) == 1 {
+		ev := evs[0]
+		g.eachHolding(ev.Kv.Key, func(w *watcher) {
+			if w.wants(ev) {
+				deliver(w, evs)
+			}
+		})
+		return
+	}
 	for _, ev := range evs {
 		g.eachHolding(ev.Kv.Key, func(w *watcher) {
 			if w.wants(ev) {
-				out[w] = append(out[w], ev)
+				counts[w]++
 			}
 		})
 	}
-	return out
+	for w, n := range counts {
+		if n == len(evs) {
+			deliver(w, evs)
+			continue
+		}
+		own := make([]*mvccpb.Event, 0, n)
+		for _, ev := range evs {
+			if w.holds(ev.Kv.Key) && w.wants(ev) {
+				own = append(own, ev)
+			}
+		}
+		deliver(w, own)
+	}
+	clear(counts)
 }
 
 // changesToEvents turns a write transaction's changes into events: a change

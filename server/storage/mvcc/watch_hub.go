@@ -36,8 +36,9 @@ type watchHub struct {
 	synced      *watcherGroup
 	unsynced    watcherSet
 	victims     map[*watcher]pendingResponse
-	batchLimit  int  // key-bucket entries per catch-up read
-	held        bool // tests: the background goroutine does nothing
+	counts      map[*watcher]int // fanOut's scratch space, kept for its capacity
+	batchLimit  int              // key-bucket entries per catch-up read
+	held        bool             // tests: the background goroutine does nothing
 
 	// qmu guards queue, the revisions written but not yet dispatched, in
 	// revision order. Lock order: mu, then qmu.
@@ -66,6 +67,7 @@ func newWatchHub(s *Store, currentRev int64) *watchHub {
 		synced:      newWatcherGroup(),
 		unsynced:    make(watcherSet),
 		victims:     make(map[*watcher]pendingResponse),
+		counts:      make(map[*watcher]int),
 		batchLimit:  defaultWatchBatchLimit,
 		queued:      make(chan struct{}, 1),
 		kick:        make(chan struct{}, 1),
