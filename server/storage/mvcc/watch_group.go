@@ -20,28 +20,28 @@ func newWatcherGroup() *watcherGroup {
 
 func (g *watcherGroup) add(w *watcher) {
 	g.size++
-	if !w.r.single() {
+	if !w.single() {
 		g.ranges[w] = struct{}{}
 		return
 	}
-	set := g.byKey[string(w.r.key)]
+	set := g.byKey[w.key]
 	if set == nil {
 		set = make(watcherSet)
-		g.byKey[string(w.r.key)] = set
+		g.byKey[w.key] = set
 	}
 	set[w] = struct{}{}
 }
 
 func (g *watcherGroup) remove(w *watcher) {
 	g.size--
-	if !w.r.single() {
+	if !w.single() {
 		delete(g.ranges, w)
 		return
 	}
-	set := g.byKey[string(w.r.key)]
+	set := g.byKey[w.key]
 	delete(set, w)
 	if len(set) == 0 {
-		delete(g.byKey, string(w.r.key))
+		delete(g.byKey, w.key)
 	}
 }
 

@@ -162,9 +162,7 @@ func (h *watchHub) detach(w *watcher) {
 func (h *watchHub) closeStream(ws *watchStream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, w := range ws.watchers {
-		h.detach(w)
-	}
+	ws.watchers.each(h.detach)
 	close(ws.ch)
 }
 
@@ -211,12 +209,12 @@ func (h *watchHub) progressAll(ws *watchStream) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dispatch()
-	for _, w := range ws.watchers {
-		if !h.isProgressed(w) {
-			return false
-		}
+	all := true
+	ws.watchers.each(func(w *watcher) { all = all && h.isProgressed(w) })
+	if !all {
+		return false
 	}
-	if len(ws.watchers) > 0 {
+	if ws.watchers.len() > 0 {
 		select {
 		case ws.ch <- WatchResponse{WatchID: ProgressAllWatchID, Revision: h.notifiedRev}:
 		default:
