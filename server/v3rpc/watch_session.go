@@ -27,7 +27,7 @@ type watchSession struct {
 
 	// watchers holds the options of every watcher the client created and
 	// has not canceled (compacted ones too, until the client cancels them).
-	watchers map[mvcc.WatchID]*watchOptions
+	watchers optionsTable
 	// progressDue is set when a progress request found a watcher behind;
 	// the request is repeated after every response forwarded until it is
 	// answered, as etcd defers it.
@@ -47,6 +47,7 @@ type watchSession struct {
 
 // watchOptions are what a watcher asked for beyond the store's part.
 type watchOptions struct {
+	live                             bool // optionsTable: the slot is used
 	prevKV, fragment, progressNotify bool
 	// sentEvents: events went out since the last progress tick, so the
 	// watcher needs no progress notification at the next one.
@@ -56,9 +57,8 @@ type watchOptions struct {
 func newWatchSession(srv *watchServer, stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse], mws mvcc.WatchStream) *watchSession {
 	return &watchSession{
 		srv: srv, stream: stream, ctx: stream.Context(), mws: mws,
-		watchers: make(map[mvcc.WatchID]*watchOptions),
-		reqs:     make(chan *pb.WatchRequest),
-		recvErr:  make(chan error, 1),
+		reqs:    make(chan *pb.WatchRequest),
+		recvErr: make(chan error, 1),
 	}
 }
 
@@ -171,7 +171,7 @@ func (ss *watchSession) create(cr *pb.WatchCreateRequest) error {
 	if err != nil {
 		return ss.send(ss.createRefused(err.Error()))
 	}
-	ss.watchers[id] = &watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()}
+	ss.watchers.put(id, watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()})
 	ss.creates++
 	// The revision is read after the watcher exists: the client may take
 	// it as the last revision seen, and the watcher starts no later.
@@ -221,14 +221,14 @@ func (ss *watchSession) cancel(id int64) error {
 	if err := ss.mws.Cancel(mvcc.WatchID(id)); err != nil {
 		return nil
 	}
-	delete(ss.watchers, mvcc.WatchID(id))
+	ss.watchers.delete(mvcc.WatchID(id))
 	return ss.send(&pb.WatchResponse{Header: ss.header(ss.mws.Rev()), WatchId: id, Canceled: true})
 }
 
 // forward sends one response of the store to the client. Responses of a
 // watcher canceled meanwhile are dropped.
 func (ss *watchSession) forward(r mvcc.WatchResponse) error {
-	opts := ss.watchers[r.WatchID]
+	opts := ss.watchers.get(r.WatchID)
 	if opts == nil && r.WatchID != mvcc.ProgressAllWatchID {
 		return nil
 	}
@@ -319,12 +319,12 @@ func (ss *watchSession) withPrevKVs(evs []*mvccpb.Event) []*mvccpb.Event {
 // with progress_notify that got no events since the last tick; the store
 // answers only for watchers that are synced.
 func (ss *watchSession) notifyProgress() {
-	for id, opts := range ss.watchers {
+	ss.watchers.each(func(id mvcc.WatchID, opts *watchOptions) {
 		if opts.progressNotify && !opts.sentEvents {
 			ss.mws.RequestProgress(id)
 		}
 		opts.sentEvents = false
-	}
+	})
 }
 
 // header is the member's header with the response's revision.
