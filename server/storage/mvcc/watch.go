@@ -215,6 +215,7 @@ type watcher struct {
 	startRev int64
 	minRev   int64         // the first revision the watcher has not received yet
 	fcs      *[]FilterFunc // nil without filters, as most watchers are
+	slot     int32         // its index in the streamSet holding it (hub's mu)
 	state    watcherState
 	span     watchSpan
 }
