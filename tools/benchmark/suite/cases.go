@@ -84,9 +84,9 @@ func watchScaleSuite() []benchCase {
 			"--put-total", "20", "--put-rate", "0.5", "--wait-timeout", "120s"}
 	}
 	return []benchCase{
-		{"watch 100k/1000 streams/100 conns", watch(100),
+		{"watch 100k on 1000 streams, 100 conns", watch(100),
 			[]rowRef{{"watch 100k, 100 conns: puts", "puts"}, {"watch 100k, 100 conns: put-to-event", "events"}}},
-		{"watch 100k/1000 streams/10k conns", watch(watchScaleConns),
+		{"watch 100k on 1000 streams, 10k conns", watch(watchScaleConns),
 			[]rowRef{{"watch 100k, 10k conns: puts", "puts"}, {"watch 100k, 10k conns: put-to-event", "events"}}},
 	}
 }

@@ -135,6 +135,11 @@ func TestSuiteCases(t *testing.T) {
 		if (err != nil) != tc.wantErr || fresh != tc.freshEach || (err == nil && len(cases) == 0) {
 			t.Errorf("suiteCases(%q) = %d cases, fresh %v, %v", tc.name, len(cases), fresh, err)
 		}
+		for _, bc := range cases {
+			if strings.ContainsRune(bc.name, filepath.Separator) {
+				t.Errorf("case %q: its name becomes a file name", bc.name)
+			}
+		}
 	}
 }
 
