@@ -6,6 +6,14 @@
 bench:
 	go run ./tools/benchmark/suite -out bench-report
 
+# make bench-watch: watch at scale (issue 18): 100,000 watchers on 1,000
+# streams over 100 and over 10,000 connections, a fresh 1-member cluster per
+# case (BENCH_ETCD=1 adds etcd, BENCH_ROUNDS=N alternates, ARGS="-members 1,3"
+# adds 3 members); raises the open-file limit for the 10,000 connections.
+.PHONY: bench-watch
+bench-watch:
+	go run ./tools/benchmark/suite -out bench-watch-report -suite watch-scale -members 1 $(ARGS)
+
 # make bench-big: the big-store benchmark (issue 15): a fresh cairn member
 # (and etcd with BENCH_ETCD=1) loaded with KEYS sequential keys x 2 versions,
 # then restarts, compaction and defrag under a probe; writes bench-big-report/.

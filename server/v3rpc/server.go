@@ -137,6 +137,8 @@ func (cfg Config) withDefaults() Config {
 func baseOptions(cfg Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.Creds(connTLSCreds{}),
+		// Proto, plus watch responses encoded ahead (watch_encode.go).
+		grpc.ForceServerCodecV2(newWatchCodec()),
 		// Reuse warm goroutines for RPCs instead of a fresh one per stream,
 		// whose stack would grow anew each time (copystack was ~8% of CPU
 		// under a 100-client put load). A unary write holds its worker

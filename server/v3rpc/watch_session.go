@@ -27,7 +27,7 @@ type watchSession struct {
 
 	// watchers holds the options of every watcher the client created and
 	// has not canceled (compacted ones too, until the client cancels them).
-	watchers map[mvcc.WatchID]*watchOptions
+	watchers optionsTable
 	// progressDue is set when a progress request found a watcher behind;
 	// the request is repeated after every response forwarded until it is
 	// answered, as etcd defers it.
@@ -41,10 +41,13 @@ type watchSession struct {
 
 	reqs    chan *pb.WatchRequest
 	recvErr chan error // capacity 1: recv's last word
+
+	enc watchEncoder
 }
 
 // watchOptions are what a watcher asked for beyond the store's part.
 type watchOptions struct {
+	live                             bool // optionsTable: the slot is used
 	prevKV, fragment, progressNotify bool
 	// sentEvents: events went out since the last progress tick, so the
 	// watcher needs no progress notification at the next one.
@@ -54,9 +57,8 @@ type watchOptions struct {
 func newWatchSession(srv *watchServer, stream grpc.BidiStreamingServer[pb.WatchRequest, pb.WatchResponse], mws mvcc.WatchStream) *watchSession {
 	return &watchSession{
 		srv: srv, stream: stream, ctx: stream.Context(), mws: mws,
-		watchers: make(map[mvcc.WatchID]*watchOptions),
-		reqs:     make(chan *pb.WatchRequest),
-		recvErr:  make(chan error, 1),
+		reqs:    make(chan *pb.WatchRequest),
+		recvErr: make(chan error, 1),
 	}
 }
 
@@ -79,6 +81,11 @@ func (ss *watchSession) run() error {
 			start := time.Now()
 			err = ss.forward(resp)
 			metrics.ObserveWatchSend(time.Since(start), len(resp.Events))
+			if len(ss.mws.Chan()) == 0 {
+				// A burst is over: the next one reads the member's header
+				// (its term) afresh.
+				ss.enc.forgetHeader()
+			}
 		case <-ticker.C:
 			start := time.Now()
 			ss.notifyProgress()
@@ -164,7 +171,7 @@ func (ss *watchSession) create(cr *pb.WatchCreateRequest) error {
 	if err != nil {
 		return ss.send(ss.createRefused(err.Error()))
 	}
-	ss.watchers[id] = &watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()}
+	ss.watchers.put(id, watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()})
 	ss.creates++
 	// The revision is read after the watcher exists: the client may take
 	// it as the last revision seen, and the watcher starts no later.
@@ -214,14 +221,14 @@ func (ss *watchSession) cancel(id int64) error {
 	if err := ss.mws.Cancel(mvcc.WatchID(id)); err != nil {
 		return nil
 	}
-	delete(ss.watchers, mvcc.WatchID(id))
+	ss.watchers.delete(mvcc.WatchID(id))
 	return ss.send(&pb.WatchResponse{Header: ss.header(ss.mws.Rev()), WatchId: id, Canceled: true})
 }
 
 // forward sends one response of the store to the client. Responses of a
 // watcher canceled meanwhile are dropped.
 func (ss *watchSession) forward(r mvcc.WatchResponse) error {
-	opts := ss.watchers[r.WatchID]
+	opts := ss.watchers.get(r.WatchID)
 	if opts == nil && r.WatchID != mvcc.ProgressAllWatchID {
 		return nil
 	}
@@ -230,23 +237,46 @@ func (ss *watchSession) forward(r mvcc.WatchResponse) error {
 		ss.requestProgressAll()
 		return nil
 	}
-	resp := &pb.WatchResponse{
-		Header: ss.header(r.Revision), WatchId: int64(r.WatchID), Events: r.Events,
-		CompactRevision: r.CompactRevision, Canceled: r.CompactRevision != 0,
-	}
 	var err error
 	switch {
 	case opts == nil:
-		err = ss.send(resp)
+		err = ss.send(ss.response(r))
 	case opts.fragment:
-		err = ss.sendEvents(opts, resp, ss.srv.fragmentBytes)
+		err = ss.sendEvents(opts, ss.response(r), ss.srv.fragmentBytes)
+	case opts.prevKV || r.CompactRevision != 0:
+		err = ss.sendEvents(opts, ss.response(r), 0)
 	default:
-		err = ss.sendEvents(opts, resp, 0)
+		err = ss.sendEncoded(opts, r)
 	}
 	if err == nil && ss.progressDue {
 		ss.requestProgressAll()
 	}
 	return err
+}
+
+// response is the client's form of a store response.
+func (ss *watchSession) response(r mvcc.WatchResponse) *pb.WatchResponse {
+	return &pb.WatchResponse{
+		Header: ss.header(r.Revision), WatchId: int64(r.WatchID), Events: r.Events,
+		CompactRevision: r.CompactRevision, Canceled: r.CompactRevision != 0,
+	}
+}
+
+// sendEncoded sends an event (or progress) response of a watcher without
+// prevKV or fragmenting, with the header and events the stream's previous
+// response encoded when they are the same.
+func (ss *watchSession) sendEncoded(opts *watchOptions, r mvcc.WatchResponse) error {
+	opts.sentEvents = opts.sentEvents || len(r.Events) > 0
+	enc, err := ss.enc.encode(int64(r.WatchID), r.Revision, r.Events, ss.header)
+	if err != nil {
+		return err
+	}
+	if err := ss.stream.SendMsg(enc); err != nil {
+		return err
+	}
+	// The metrics interceptor counts only proto messages' bytes.
+	metrics.ClientGRPCSentBytes.Add(float64(enc.size))
+	return nil
 }
 
 // sendEvents sends a watcher's response with the watcher's options applied,
@@ -289,12 +319,12 @@ func (ss *watchSession) withPrevKVs(evs []*mvccpb.Event) []*mvccpb.Event {
 // with progress_notify that got no events since the last tick; the store
 // answers only for watchers that are synced.
 func (ss *watchSession) notifyProgress() {
-	for id, opts := range ss.watchers {
+	ss.watchers.each(func(id mvcc.WatchID, opts *watchOptions) {
 		if opts.progressNotify && !opts.sentEvents {
 			ss.mws.RequestProgress(id)
 		}
 		opts.sentEvents = false
-	}
+	})
 }
 
 // header is the member's header with the response's revision.

@@ -275,7 +275,7 @@ func (c *watchConfig) run(ctx context.Context, g *globalConfig, conns []*grpc.Cl
 // without relying on any server-side ordering), reports the outcome on
 // setup, and then receives until ctx ends.
 func (r *watchRun) runStream(ctx context.Context, cc *grpc.ClientConn, plan streamPlan, setup chan<- error) {
-	stream, err := pb.NewWatchClient(cc).Watch(ctx)
+	stream, err := pb.NewWatchClient(cc).Watch(ctx, grpc.ForceCodecV2(newWatchCodec()))
 	if err != nil {
 		setup <- err
 		return
@@ -332,8 +332,9 @@ func (r *watchRun) receive(ctx context.Context, stream pb.Watch_WatchClient, byI
 		}
 		r.mu.Unlock()
 	}()
+	var resp watchEventsResponse // watchCodec decodes into it
 	for {
-		resp, err := stream.Recv()
+		err := stream.RecvMsg(&resp)
 		now := r.since() // the clock stops here for every event in resp
 		if err != nil {
 			if ctx.Err() == nil {
@@ -341,15 +342,15 @@ func (r *watchRun) receive(ctx context.Context, stream pb.Watch_WatchClient, byI
 			}
 			return
 		}
-		w := byID[resp.GetWatchId()]
+		w := byID[resp.watchID]
 		if w == nil {
 			continue // a response for no watcher of ours; nothing to count
 		}
-		if resp.GetCanceled() {
-			w.canceled = fmt.Sprintf("canceled by server: %q (compact revision %d)", resp.GetCancelReason(), resp.GetCompactRevision())
+		if resp.canceled {
+			w.canceled = fmt.Sprintf("canceled by server: %q (compact revision %d)", resp.cancelReason, resp.compactRevision)
 			continue
 		}
-		for _, ev := range resp.GetEvents() {
+		for _, ev := range resp.events {
 			lat, ok := r.account(w, ev, now)
 			if !ok {
 				continue
@@ -361,7 +362,7 @@ func (r *watchRun) receive(ctx context.Context, stream pb.Watch_WatchClient, byI
 				batch = batch[:0]
 			}
 		}
-		if slow && r.cfg.slowDelay > 0 && len(resp.GetEvents()) > 0 {
+		if slow && r.cfg.slowDelay > 0 && len(resp.events) > 0 {
 			select {
 			case <-time.After(r.cfg.slowDelay):
 			case <-ctx.Done():
@@ -372,19 +373,17 @@ func (r *watchRun) receive(ctx context.Context, stream pb.Watch_WatchClient, byI
 
 // account checks one event received by w at now (since base) and returns
 // its put-to-event latency, or false if it is not a new event of this run.
-func (r *watchRun) account(w *watcherState, ev *mvccpb.Event, now time.Duration) (time.Duration, bool) {
-	kv := ev.GetKv()
-	if rev := kv.GetModRevision(); rev <= w.lastRev {
+func (r *watchRun) account(w *watcherState, ev watchEvent, now time.Duration) (time.Duration, bool) {
+	if rev := ev.modRevision; rev <= w.lastRev {
 		w.outOfOrder++
 	} else {
 		w.lastRev = rev
 	}
-	value := kv.GetValue()
-	if ev.GetType() != mvccpb.PUT || len(value) < seqBytes {
+	if ev.typ != mvccpb.PUT || !ev.hasSeq {
 		w.unexpected++
 		return 0, false
 	}
-	seq := int64(binary.BigEndian.Uint64(value))
+	seq := ev.seq
 	if seq < 0 || seq >= r.cfg.putTotal {
 		w.unexpected++
 		return 0, false

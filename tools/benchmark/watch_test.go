@@ -278,16 +278,16 @@ func TestAccount(t *testing.T) {
 	r.sendAt[0].Store(int64(10 * time.Millisecond))
 	r.sendAt[1].Store(int64(20 * time.Millisecond))
 	w := r.watchers[0]
-	ev := func(seq uint64, rev int64, valLen int) *mvccpb.Event {
+	ev := func(seq uint64, rev int64, valLen int) watchEvent {
 		v := make([]byte, valLen)
 		if valLen >= 8 {
 			binary.BigEndian.PutUint64(v, seq)
 		}
-		return &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{ModRevision: rev, Value: v}}
+		return decodedEvent(t, &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{ModRevision: rev, Value: v}})
 	}
 	steps := []struct {
 		name    string
-		ev      *mvccpb.Event
+		ev      watchEvent
 		wantLat time.Duration
 		wantOK  bool
 	}{
@@ -298,7 +298,7 @@ func TestAccount(t *testing.T) {
 		{"short value", ev(0, 8, 3), 0, false},
 		{"sequence out of range", ev(9, 9, 8), 0, false},
 		{"put not yet sent", ev(2, 10, 8), 0, false},
-		{"delete", &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{ModRevision: 11}}, 0, false},
+		{"delete", decodedEvent(t, &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{ModRevision: 11}}), 0, false},
 	}
 	for _, s := range steps {
 		lat, ok := r.account(w, s.ev, 35*time.Millisecond)

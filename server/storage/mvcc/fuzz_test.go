@@ -91,7 +91,7 @@ func FuzzKeyRange(f *testing.F) {
 		if n := ti.CountRevisions(key, end, atRev); n != len(want) {
 			t.Fatalf("CountRevisions(%q, %q) = %d, want %d", key, end, n, len(want))
 		}
-		w := &watcher{r: newKeyRange(key, end)}
+		w := newWatcher(0, nil, newKeyRange(key, end), 0, nil)
 		ti.tree.Ascend(func(ki *keyIndex) bool {
 			if w.holds(ki.keyBytes()) != modelInRange(ki.keyBytes(), key, end) {
 				t.Fatalf("watcher on [%q, %q) holds(%q) = %v", key, end, ki.keyBytes(), w.holds(ki.keyBytes()))

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/cairnkv/cairn/server/metrics"
@@ -91,9 +92,8 @@ func (s *Store) NewWatchStream() WatchStream {
 func (s *Store) newWatchStream(chanLen int) *watchStream {
 	metrics.WatchStreams.Inc()
 	return &watchStream{
-		h:        s.watch,
-		ch:       make(chan WatchResponse, chanLen),
-		watchers: make(map[WatchID]*watcher),
+		h:  s.watch,
+		ch: make(chan WatchResponse, chanLen),
 	}
 }
 
@@ -103,13 +103,13 @@ type watchStream struct {
 	ch chan WatchResponse // sent to only under the hub's mu, closed under it
 
 	mu       sync.Mutex
-	watchers map[WatchID]*watcher // canceled ones leave; compacted ones stay until Cancel
+	watchers watcherTable // canceled ones leave; compacted ones stay until Cancel
 	nextID   WatchID
 	closed   bool
 }
 
 func (ws *watchStream) Watch(id WatchID, key, end []byte, startRev int64, fcs ...FilterFunc) (WatchID, error) {
-	r := newKeyRange(bytes.Clone(key), bytes.Clone(end))
+	r := newKeyRange(key, end) // newWatcher copies what it keeps
 	if !r.single() && !r.unbounded && bytes.Compare(r.key, r.end) >= 0 {
 		return -1, ErrEmptyWatcherRange
 	}
@@ -123,11 +123,11 @@ func (ws *watchStream) Watch(id WatchID, key, end []byte, startRev int64, fcs ..
 	}
 	if id == AutoWatchID {
 		id = ws.freeID()
-	} else if _, ok := ws.watchers[id]; ok {
+	} else if ws.watchers.get(id) != nil {
 		return -1, ErrWatcherDuplicateID
 	}
-	w := &watcher{id: id, stream: ws, r: r, startRev: startRev, fcs: fcs}
-	ws.watchers[id] = w
+	w := newWatcher(id, ws, r, startRev, fcs)
+	ws.watchers.put(id, w)
 	ws.h.add(w)
 	metrics.Watchers.Inc()
 	return id, nil
@@ -135,7 +135,7 @@ func (ws *watchStream) Watch(id WatchID, key, end []byte, startRev int64, fcs ..
 
 // freeID returns the next unused ID of the stream's counter.
 func (ws *watchStream) freeID() WatchID {
-	for ws.watchers[ws.nextID] != nil {
+	for ws.watchers.get(ws.nextID) != nil {
 		ws.nextID++
 	}
 	id := ws.nextID
@@ -148,7 +148,7 @@ func (ws *watchStream) Chan() <-chan WatchResponse { return ws.ch }
 func (ws *watchStream) RequestProgress(id WatchID) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if w, ok := ws.watchers[id]; ok && !ws.closed {
+	if w := ws.watchers.get(id); w != nil && !ws.closed {
 		ws.h.progress(w)
 	}
 }
@@ -165,12 +165,12 @@ func (ws *watchStream) RequestProgressAll() bool {
 func (ws *watchStream) Cancel(id WatchID) error {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	w, ok := ws.watchers[id]
-	if !ok || ws.closed {
+	w := ws.watchers.get(id)
+	if w == nil || ws.closed {
 		return ErrWatcherNotExist
 	}
 	ws.h.remove(w)
-	delete(ws.watchers, id)
+	ws.watchers.delete(id)
 	metrics.Watchers.Dec()
 	return nil
 }
@@ -183,15 +183,15 @@ func (ws *watchStream) Close() {
 	}
 	ws.closed = true
 	ws.h.closeStream(ws)
-	metrics.Watchers.Sub(float64(len(ws.watchers)))
+	metrics.Watchers.Sub(float64(ws.watchers.len()))
 	metrics.WatchStreams.Dec()
-	clear(ws.watchers)
+	ws.watchers.clear()
 }
 
 func (ws *watchStream) Rev() int64 { return ws.h.s.Rev() }
 
 // watcherState says where a watcher is; the hub's mu guards it.
-type watcherState int
+type watcherState uint8
 
 const (
 	// stateSynced: in the synced group, live notifications reach it.
@@ -204,27 +204,59 @@ const (
 	stateDone
 )
 
-// watcher is one watch. The hub's mu guards minRev and state.
+// watcher is one watch. The hub's mu guards minRev and state. It is kept
+// small (80 bytes): a member may hold hundreds of thousands.
 type watcher struct {
-	id       WatchID
-	stream   *watchStream
-	r        keyRange
+	id     WatchID
+	stream *watchStream
+	// key is the watched key or the range's start; end is the range's end,
+	// "" for a single key or a range without end (span says which).
+	key, end string
 	startRev int64
-	fcs      []FilterFunc
-
-	minRev int64 // the first revision the watcher has not received yet
-	state  watcherState
+	minRev   int64         // the first revision the watcher has not received yet
+	fcs      *[]FilterFunc // nil without filters, as most watchers are
+	slot     int32         // its index in the streamSet holding it (hub's mu)
+	state    watcherState
+	span     watchSpan
 }
 
-// holds reports whether key is in the watcher's range.
-func (w *watcher) holds(key []byte) bool {
+// watchSpan is the shape of a watcher's range.
+type watchSpan uint8
+
+const (
+	spanKey       watchSpan = iota // the single key
+	spanRange                      // [key, end)
+	spanUnbounded                  // every key >= key
+)
+
+func newWatcher(id WatchID, ws *watchStream, r keyRange, startRev int64, fcs []FilterFunc) *watcher {
+	w := &watcher{id: id, stream: ws, key: string(r.key), end: string(r.end), startRev: startRev}
 	switch {
-	case w.r.single():
-		return bytes.Equal(key, w.r.key)
-	case w.r.unbounded:
-		return bytes.Compare(key, w.r.key) >= 0
+	case r.unbounded:
+		w.span, w.end = spanUnbounded, ""
+	case !r.single():
+		w.span = spanRange
 	}
-	return bytes.Compare(key, w.r.key) >= 0 && bytes.Compare(key, w.r.end) < 0
+	if len(fcs) > 0 {
+		own := slices.Clone(fcs)
+		w.fcs = &own
+	}
+	return w
+}
+
+// single reports whether the watcher watches one key.
+func (w *watcher) single() bool { return w.span == spanKey }
+
+// holds reports whether key is in the watcher's range. (Comparing
+// string(key) allocates nothing.)
+func (w *watcher) holds(key []byte) bool {
+	switch w.span {
+	case spanKey:
+		return string(key) == w.key
+	case spanUnbounded:
+		return string(key) >= w.key
+	}
+	return string(key) >= w.key && string(key) < w.end
 }
 
 // wants reports whether ev goes to the watcher: new enough and not filtered.
@@ -232,7 +264,10 @@ func (w *watcher) wants(ev *mvccpb.Event) bool {
 	if ev.Kv.ModRevision < w.minRev {
 		return false
 	}
-	for _, filter := range w.fcs {
+	if w.fcs == nil {
+		return true
+	}
+	for _, filter := range *w.fcs {
 		if filter(ev) {
 			return false
 		}

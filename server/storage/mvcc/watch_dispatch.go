@@ -58,11 +58,11 @@ func (h *watchHub) notifyRev(rev int64, changes []*mvccpb.KeyValue) {
 	if h.synced.size == 0 {
 		return
 	}
-	for w, evs := range eventsByWatcher(h.synced, changesToEvents(changes)) {
+	fanOut(h.synced, changesToEvents(changes), h.counts, func(w *watcher, evs []*mvccpb.Event) {
 		resp := WatchResponse{WatchID: w.id, Events: evs, Revision: rev}
 		if !w.trySend(resp) {
 			h.synced.remove(w)
 			h.makeVictim(w, resp, rev+1)
 		}
-	}
+	})
 }

@@ -191,7 +191,7 @@ func watcherOf(ws WatchStream, id WatchID) *watcher {
 	s := ws.(*watchStream)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.watchers[id]
+	return s.watchers.get(id)
 }
 
 // stateOf reads a watcher's state under the hub's lock.

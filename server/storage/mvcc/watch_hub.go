@@ -36,8 +36,9 @@ type watchHub struct {
 	synced      *watcherGroup
 	unsynced    watcherSet
 	victims     map[*watcher]pendingResponse
-	batchLimit  int  // key-bucket entries per catch-up read
-	held        bool // tests: the background goroutine does nothing
+	counts      map[*watcher]int // fanOut's scratch space, kept for its capacity
+	batchLimit  int              // key-bucket entries per catch-up read
+	held        bool             // tests: the background goroutine does nothing
 
 	// qmu guards queue, the revisions written but not yet dispatched, in
 	// revision order. Lock order: mu, then qmu.
@@ -66,6 +67,7 @@ func newWatchHub(s *Store, currentRev int64) *watchHub {
 		synced:      newWatcherGroup(),
 		unsynced:    make(watcherSet),
 		victims:     make(map[*watcher]pendingResponse),
+		counts:      make(map[*watcher]int),
 		batchLimit:  defaultWatchBatchLimit,
 		queued:      make(chan struct{}, 1),
 		kick:        make(chan struct{}, 1),
@@ -160,9 +162,7 @@ func (h *watchHub) detach(w *watcher) {
 func (h *watchHub) closeStream(ws *watchStream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, w := range ws.watchers {
-		h.detach(w)
-	}
+	ws.watchers.each(h.detach)
 	close(ws.ch)
 }
 
@@ -209,12 +209,12 @@ func (h *watchHub) progressAll(ws *watchStream) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dispatch()
-	for _, w := range ws.watchers {
-		if !h.isProgressed(w) {
-			return false
-		}
+	all := true
+	ws.watchers.each(func(w *watcher) { all = all && h.isProgressed(w) })
+	if !all {
+		return false
 	}
-	if len(ws.watchers) > 0 {
+	if ws.watchers.len() > 0 {
 		select {
 		case ws.ch <- WatchResponse{WatchID: ProgressAllWatchID, Revision: h.notifiedRev}:
 		default:

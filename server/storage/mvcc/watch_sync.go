@@ -81,7 +81,8 @@ func (h *watchHub) deliverHistory(chosen []*watcher, hist history) (moved int) {
 			ready = append(ready, w)
 		}
 	}
-	byWatcher := eventsByWatcher(g, hist.events)
+	byWatcher := make(map[*watcher][]*mvccpb.Event, len(ready))
+	fanOut(g, hist.events, h.counts, func(w *watcher, evs []*mvccpb.Event) { byWatcher[w] = evs })
 	for _, w := range ready {
 		moved++
 		if evs := byWatcher[w]; len(evs) > 0 {

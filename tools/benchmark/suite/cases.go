@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,47 @@ func standardSuite() []benchCase {
 	}
 }
 
+// Suites -suite can name.
+const (
+	suiteStandard   = "standard"
+	suiteWatchScale = "watch-scale"
+)
+
+// suiteCases returns the cases of the named suite, and whether each case
+// needs a cluster of its own (so that its server RSS per watcher does not
+// reuse memory an earlier case freed).
+func suiteCases(name string) (cases []benchCase, freshEach bool, err error) {
+	switch name {
+	case suiteStandard:
+		return standardSuite(), false, nil
+	case suiteWatchScale:
+		return watchScaleSuite(), true, nil
+	}
+	return nil, false, fmt.Errorf("unknown suite %q (want %s or %s)", name, suiteStandard, suiteWatchScale)
+}
+
+// watchScaleConns is the connection count of watchScaleSuite's second case.
+const watchScaleConns = 10000
+
+// watchScaleSuite is issue 18's watch at scale: 100,000 watchers on 1,000
+// streams, over 100 and over 10,000 connections, each case on a fresh
+// cluster. Every put reaches every watcher, so one put is 100,000 events
+// for the load generator: one put every 2 s keeps it from falling behind
+// on 2 cores, and the put-to-event p99 is then how long one revision
+// takes to reach the last watcher, not a backlog.
+func watchScaleSuite() []benchCase {
+	watch := func(conns int) []string {
+		return []string{"--clients", "10", "--conns", strconv.Itoa(conns), "watch-latency", "--watchers", "100000", "--streams", "1000",
+			"--put-total", "20", "--put-rate", "0.5", "--wait-timeout", "120s"}
+	}
+	return []benchCase{
+		{"watch 100k on 1000 streams, 100 conns", watch(100),
+			[]rowRef{{"watch 100k, 100 conns: puts", "puts"}, {"watch 100k, 100 conns: put-to-event", "events"}}},
+		{"watch 100k on 1000 streams, 10k conns", watch(watchScaleConns),
+			[]rowRef{{"watch 100k, 10k conns: puts", "puts"}, {"watch 100k, 10k conns: put-to-event", "events"}}},
+	}
+}
+
 // latency is the part of one of the tool's JSON reports the summary uses.
 type latency struct {
 	Planned     int64   `json:"planned"`
@@ -87,6 +129,10 @@ type row struct {
 	P90       float64 `json:"p90_seconds"`
 	P99       float64 `json:"p99_seconds"`
 	P999      float64 `json:"p99_9_seconds"`
+
+	// BytesPerWatcher is the servers' RSS growth per watcher while the
+	// watchers were created, on a watch case's events row (0 elsewhere).
+	BytesPerWatcher float64 `json:"bytes_per_watcher,omitempty"`
 
 	ServerCPU  float64 `json:"server_cpu_seconds"`
 	OtherCores float64 `json:"other_processes_cores"`
@@ -162,6 +208,14 @@ func parseCase(raw []byte, bc benchCase, r run) ([]row, []memory, error) {
 			return nil, nil, fmt.Errorf("%s: server_memory: %w", bc.name, err)
 		}
 	}
+	var watchers struct {
+		BytesPerWatcher float64 `json:"bytes_per_watcher"`
+	}
+	if m, ok := top["watcher_memory"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &watchers); err != nil {
+			return nil, nil, fmt.Errorf("%s: watcher_memory: %w", bc.name, err)
+		}
+	}
 	rows := make([]row, 0, len(bc.rows))
 	for _, ref := range bc.rows {
 		part := raw
@@ -177,6 +231,9 @@ func parseCase(raw []byte, bc benchCase, r run) ([]row, []memory, error) {
 			Succeeded: l.Succeeded, Failed: l.Failed + l.NotSent, PerSec: l.PerSec, Average: l.Average,
 			P50: l.percentile(50), P90: l.percentile(90), P99: l.percentile(99), P999: l.percentile(99.9),
 		})
+		if ref.key == "events" {
+			rows[len(rows)-1].BytesPerWatcher = watchers.BytesPerWatcher
+		}
 	}
 	return rows, mem, nil
 }

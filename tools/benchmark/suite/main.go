@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,14 +38,17 @@ import (
 func main() {
 	outDir := flag.String("out", "bench-report", "directory for the report (replaced on every run)")
 	rounds := flag.Int("rounds", envInt("BENCH_ROUNDS", 1), "how many times to run the whole suite, servers alternating")
+	suite := flag.String("suite", suiteStandard, "which cases: "+suiteStandard+" (make bench) or "+suiteWatchScale+" (make bench-watch)")
+	members := flag.String("members", "1,3", "cluster sizes to run, comma-separated")
 	flag.Parse()
-	if *rounds < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+	sizes, err := parseSizes(*members)
+	if *rounds < 1 || err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1 and -members a list of sizes:", err)
 		os.Exit(2)
 	}
-	opts := options{outDir: *outDir, rounds: *rounds, withEtcd: os.Getenv("BENCH_ETCD") == "1", base: os.Getenv("BENCH_BASE")}
+	opts := options{outDir: *outDir, rounds: *rounds, suite: *suite, sizes: sizes, withEtcd: os.Getenv("BENCH_ETCD") == "1", base: os.Getenv("BENCH_BASE")}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := runSuite(ctx, opts)
+	err = runSuite(ctx, opts)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -55,8 +59,23 @@ func main() {
 type options struct {
 	outDir   string
 	rounds   int
+	suite    string // suiteStandard or suiteWatchScale
+	sizes    []int  // cluster sizes, in order
 	withEtcd bool
 	base     string // a second cairn binary to compare, "" for none
+}
+
+// parseSizes reads -members: positive cluster sizes.
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad cluster size %q", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }
 
 func envInt(name string, def int) int {
@@ -105,6 +124,17 @@ func runSuite(ctx context.Context, opts options) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	cases, freshEach, err := suiteCases(opts.suite)
+	if err != nil {
+		return err
+	}
+	if opts.suite == suiteWatchScale {
+		// Both the load generator and a member hold one descriptor per
+		// connection of the 10,000-connection case, and inherit ours.
+		if err := raiseFileLimit(watchScaleConns + 1024); err != nil {
+			return err
+		}
+	}
 	if err := os.RemoveAll(opts.outDir); err != nil {
 		return err
 	}
@@ -116,8 +146,8 @@ func runSuite(ctx context.Context, opts options) error {
 	for _, s := range servers {
 		res.Servers = append(res.Servers, s.name)
 	}
-	for _, r := range schedule(servers, opts.rounds) {
-		if err := runOne(ctx, r, bench, tmp, opts.outDir, res); err != nil {
+	for _, r := range schedule(servers, opts.sizes, opts.rounds) {
+		if err := runOne(ctx, r, cases, freshEach, bench, tmp, opts.outDir, res); err != nil {
 			return err
 		}
 	}
@@ -133,10 +163,10 @@ func runSuite(ctx context.Context, opts options) error {
 // schedule orders the runs: round by round, each cluster size in turn, the
 // servers one after the other at each size, so that a change in the
 // machine's load hits every server alike.
-func schedule(servers []server, rounds int) []run {
+func schedule(servers []server, sizes []int, rounds int) []run {
 	var runs []run
 	for round := 1; round <= rounds; round++ {
-		for _, members := range []int{1, 3} {
+		for _, members := range sizes {
 			for _, s := range servers {
 				runs = append(runs, run{server: s.name, bin: s.bin, members: members, round: round})
 			}
@@ -171,43 +201,66 @@ func build(dir string, opts options) ([]server, string, error) {
 	return servers, bench, nil
 }
 
-// runOne starts a fresh cluster for r, runs every case against it and
-// stops it again, so no run sees another's data.
-func runOne(ctx context.Context, r run, bench, tmp, outDir string, res *result) error {
+// runOne runs every case for r on a fresh cluster (one per case with
+// freshEach), stopping it afterwards, so no run sees another's data.
+func runOne(ctx context.Context, r run, cases []benchCase, freshEach bool, bench, tmp, outDir string, res *result) error {
 	label := fmt.Sprintf("%s, round %d", r.label(), r.round)
-	dir := filepath.Join(tmp, fmt.Sprintf("%s-%d-r%d", r.server, r.members, r.round))
 	caseDir := filepath.Join(outDir, fmt.Sprintf("%s-%d-r%d", r.server, r.members, r.round))
-	for _, d := range []string{dir, caseDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := os.MkdirAll(caseDir, 0o755); err != nil {
+		return err
+	}
+	groups := [][]benchCase{cases}
+	if freshEach {
+		groups = nil
+		for _, bc := range cases {
+			groups = append(groups, []benchCase{bc})
+		}
+	}
+	mem := memoryRow{Server: r.server, Members: r.members, Round: r.round}
+	for i, group := range groups {
+		dir := filepath.Join(tmp, fmt.Sprintf("%s-%d-r%d-c%d", r.server, r.members, r.round, i))
+		peak, err := runGroup(ctx, r, label, group, bench, dir, caseDir, res)
+		if err != nil {
 			return err
 		}
+		for j, m := range peak {
+			if j == len(mem.PerMember) {
+				mem.PerMember = append(mem.PerMember, 0)
+			}
+			mem.PerMember[j] = max(mem.PerMember[j], m.PeakRSSBytes)
+		}
+	}
+	res.Memory = append(res.Memory, mem)
+	return nil
+}
+
+// runGroup starts a cluster in dir, runs cases against it and stops it; it
+// returns the members' peak RSS.
+func runGroup(ctx context.Context, r run, label string, cases []benchCase, bench, dir, caseDir string, res *result) ([]memory, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "bench: starting %s\n", label)
 	c, err := cluster.Start(ctx, cluster.Options{Bin: r.bin, Dir: dir, Members: r.members})
 	if err != nil {
-		return fmt.Errorf("%s: %w", label, err)
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	defer c.Stop()
 	var peak []memory
-	for _, bc := range standardSuite() {
+	for _, bc := range cases {
 		start := time.Now()
 		rows, mem, err := runCase(ctx, bench, c, bc, caseDir, r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", label, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 		fmt.Fprintf(os.Stderr, "bench:   %-18s %5.1fs\n", bc.name, time.Since(start).Seconds())
 		res.Rows = append(res.Rows, rows...)
 		peak = mem // VmHWM only grows: the last case holds the peak
 	}
 	if err := c.Alive(); err != nil {
-		return errors.Join(fmt.Errorf("%s", label), err)
+		return nil, errors.Join(fmt.Errorf("%s", label), err)
 	}
-	mem := memoryRow{Server: r.server, Members: r.members, Round: r.round}
-	for _, m := range peak {
-		mem.PerMember = append(mem.PerMember, m.PeakRSSBytes)
-	}
-	res.Memory = append(res.Memory, mem)
-	return nil
+	return peak, nil
 }
 
 func plural(n int) string {

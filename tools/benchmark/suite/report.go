@@ -27,7 +27,7 @@ func markdown(res *result) string {
 	fmt.Fprintf(&b, "\"load\" is the 1-minute load average at the end of the case, \"other\" the cores that processes other than the servers and the load generator used during it. ")
 	fmt.Fprintf(&b, "Every cluster is fresh; 3-member runs spread connections over all members (--all-members). ")
 	fmt.Fprintf(&b, "Each case's full report is in the directory named after its run.\n")
-	for _, members := range []int{1, 3} {
+	for _, members := range memberSizes(res.Rows) {
 		fmt.Fprintf(&b, "\n## %d member%s\n", members, plural(members))
 		if slices.Contains(res.Servers, reference) && len(res.Servers) > 1 {
 			fmt.Fprintf(&b, "\n### Ratios to %s: median of the rounds [range]\n\n", reference)
@@ -37,7 +37,52 @@ func markdown(res *result) string {
 		writeRounds(&b, res.Rows, members)
 	}
 	writeMemory(&b, res)
+	writeWatcherMemory(&b, res)
 	return b.String()
+}
+
+// memberSizes lists the cluster sizes of rows, in the order they ran.
+func memberSizes(rows []row) []int {
+	var sizes []int
+	for _, r := range rows {
+		if !slices.Contains(sizes, r.Members) {
+			sizes = append(sizes, r.Members)
+		}
+	}
+	return sizes
+}
+
+// writeWatcherMemory lists the watch cases' server RSS growth per watcher,
+// with the ratio to the reference's of the same round; nothing if no case
+// measured it.
+func writeWatcherMemory(b *strings.Builder, res *result) {
+	perWatcher := func(r row) float64 { return r.BytesPerWatcher }
+	var measured []row
+	for _, r := range res.Rows {
+		if r.BytesPerWatcher > 0 {
+			measured = append(measured, r)
+		}
+	}
+	if len(measured) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Server RSS per watcher (growth while the watchers were created, all members)\n\n| case | server | members | round | bytes per watcher |\n|---|---|--:|--:|--:|\n")
+	for _, r := range measured {
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f |\n", r.Case, r.Server, r.Members, r.Round, r.BytesPerWatcher)
+	}
+	if !slices.Contains(res.Servers, reference) {
+		return
+	}
+	fmt.Fprintf(b, "\nRatio to %s (median of the rounds [range]):\n\n", reference)
+	for _, s := range res.Servers {
+		for _, members := range memberSizes(measured) {
+			for _, name := range caseOrder(measured) {
+				if sp, ok := spreadOf(ratios(measured, s, members, name, perWatcher)); ok && s != reference {
+					fmt.Fprintf(b, "- %s, %s, %d member%s: %s\n", s, name, members, plural(members), sp)
+				}
+			}
+		}
+	}
 }
 
 // spread is the median of some per-round figures and their range.

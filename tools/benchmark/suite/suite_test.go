@@ -29,6 +29,12 @@ func TestParseCase(t *testing.T) {
 				P50: 0.001, P90: 0.003, P99: 0.004, P999: 0.005}},
 		},
 		{
+			name: "watch report with RSS per watcher",
+			raw:  `{"puts": {"succeeded": 20}, "events": {"succeeded": 2000}, "watcher_memory": {"watchers": 100, "bytes_per_watcher": 512.5}}`,
+			bc:   benchCase{name: "watch", rows: []rowRef{{"p", "puts"}, {"e", "events"}}},
+			want: []row{{Server: "cairn", Members: 3, Case: "p", Succeeded: 20}, {Server: "cairn", Members: 3, Case: "e", Succeeded: 2000, BytesPerWatcher: 512.5}},
+		},
+		{
 			name: "nested reports",
 			raw:  `{"reads": {"succeeded": 4, "not_sent": 2}, "writes": {"succeeded": 1}}`,
 			bc:   benchCase{name: "mixed", rows: []rowRef{{"r", "reads"}, {"w", "writes"}}},
@@ -89,9 +95,57 @@ func TestMarkdownGivesRatiosWithTheirRangeAndEveryRound(t *testing.T) {
 	}
 }
 
+func TestMarkdownGivesRSSPerWatcherWithItsRatio(t *testing.T) {
+	res := &result{
+		Rounds:  2,
+		Servers: []string{"cairn", "etcd"},
+		Rows: []row{
+			{Server: "cairn", Members: 1, Round: 1, Case: "w events", BytesPerWatcher: 500},
+			{Server: "etcd", Members: 1, Round: 1, Case: "w events", BytesPerWatcher: 1000},
+			{Server: "cairn", Members: 1, Round: 2, Case: "w events", BytesPerWatcher: 600},
+			{Server: "etcd", Members: 1, Round: 2, Case: "w events", BytesPerWatcher: 1000},
+			{Server: "cairn", Members: 1, Round: 1, Case: "w puts"},
+		},
+	}
+	md := markdown(res)
+	for _, want := range []string{
+		"| w events | cairn | 1 | 2 | 600 |",
+		"- cairn, w events, 1 member: 0.55 [0.50–0.60]",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "## 3 members") {
+		t.Errorf("report has a section for a cluster size that did not run:\n%s", md)
+	}
+}
+
+func TestSuiteCases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		freshEach bool
+		wantErr   bool
+	}{
+		{suiteStandard, false, false},
+		{suiteWatchScale, true, false},
+		{"nope", false, true},
+	} {
+		cases, fresh, err := suiteCases(tc.name)
+		if (err != nil) != tc.wantErr || fresh != tc.freshEach || (err == nil && len(cases) == 0) {
+			t.Errorf("suiteCases(%q) = %d cases, fresh %v, %v", tc.name, len(cases), fresh, err)
+		}
+		for _, bc := range cases {
+			if strings.ContainsRune(bc.name, filepath.Separator) {
+				t.Errorf("case %q: its name becomes a file name", bc.name)
+			}
+		}
+	}
+}
+
 func TestScheduleAlternatesServersAtEachSize(t *testing.T) {
 	var got []string
-	for _, r := range schedule([]server{{"cairn", "c"}, {"etcd", "e"}}, 2) {
+	for _, r := range schedule([]server{{"cairn", "c"}, {"etcd", "e"}}, []int{1, 3}, 2) {
 		got = append(got, fmt.Sprintf("%s/%d/%d", r.server, r.members, r.round))
 	}
 	want := "cairn/1/1 etcd/1/1 cairn/3/1 etcd/3/1 cairn/1/2 etcd/1/2 cairn/3/2 etcd/3/2"
