@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/fileutil"
 )
 
 // Exit codes, as etcdctl uses them.
@@ -154,7 +156,7 @@ func register(cs ...*command) { commands = append(commands, cs...) }
 // Main runs cairnctl with args (without the program name) and returns the
 // exit status.
 func Main(args []string) int {
-	return run(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stderrIsTerminal: isTerminal(os.Stderr)})
+	return run(args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stderrIsTerminal: fileutil.IsTerminal(os.Stderr)})
 }
 
 func run(args []string, e env) int {

@@ -3,24 +3,11 @@ package ctl
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/bytesize"
 )
-
-// isTerminal reports whether w is a terminal (a character device), where
-// a progress line helps a person; on a pipe or file it would only be noise
-// in what scripts read.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
 
 // transferProgress counts the bytes of a snapshot download and redraws one
 // status line on a terminal: received so far, of the expected size when

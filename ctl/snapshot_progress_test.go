@@ -47,9 +47,3 @@ func TestTransferProgress(t *testing.T) {
 		})
 	}
 }
-
-func TestIsTerminal(t *testing.T) {
-	if isTerminal(&bytes.Buffer{}) {
-		t.Error("a buffer is not a terminal")
-	}
-}

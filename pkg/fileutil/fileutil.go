@@ -118,3 +118,15 @@ func WriteAndSyncFile(path string, data []byte, perm os.FileMode) error {
 	}
 	return err
 }
+
+// IsTerminal reports whether w is a terminal (a character device), where
+// a progress line helps a person; on a pipe or a file it would only be
+// noise in what scripts read.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

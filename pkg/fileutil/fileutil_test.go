@@ -1,6 +1,8 @@
 package fileutil
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -153,5 +155,38 @@ func TestPurgeFileLoop(t *testing.T) {
 	left, _ := ReadDirNames(dir, ".snap")
 	if len(left) != 1 || left[0] != "3.snap" {
 		t.Fatalf("left %v", left)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	tests := []struct {
+		name string
+		w    func(t *testing.T) io.Writer
+		want bool
+	}{
+		{"buffer", func(*testing.T) io.Writer { return &bytes.Buffer{} }, false},
+		{"regular file", func(t *testing.T) io.Writer {
+			f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		}, false},
+		{"character device", func(t *testing.T) io.Writer {
+			f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				t.Skip(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsTerminal(tt.w(t)); got != tt.want {
+				t.Errorf("IsTerminal = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

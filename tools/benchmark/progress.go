@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/fileutil"
 )
 
 // progressInterval is how often the progress bar is redrawn.
@@ -32,7 +33,7 @@ type progressBar struct {
 // nothing) when g disables it or w is not a terminal: a bar redrawn with
 // carriage returns would only clutter a log file or a pipe.
 func startProgress(g *globalConfig, w io.Writer, total int64, done func() int64) *progressBar {
-	if g.noProgress || !isTerminal(w) || total <= 0 {
+	if g.noProgress || !fileutil.IsTerminal(w) || total <= 0 {
 		return nil
 	}
 	p := &progressBar{w: w, total: total, done: done, start: time.Now(), stop: make(chan struct{})}
@@ -73,14 +74,4 @@ func renderProgress(done, total int64, elapsed time.Duration) string {
 		bar += ">" + strings.Repeat(" ", progressWidth-filled-1)
 	}
 	return fmt.Sprintf("[%s] %d/%d %3d%% %s", bar, done, total, done*100/total, elapsed.Truncate(time.Second))
-}
-
-// isTerminal reports whether w is a character device such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
