@@ -166,13 +166,8 @@ func (g gate) check(ctx context.Context, ag AuthGate) error {
 	return nil
 }
 
-func authUnaryInterceptor(ag AuthGate) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := gateOf(req).check(ctx, ag); err != nil {
-			return nil, err
-		}
-		return handler(ctx, req)
-	}
+func authUnaryCheck(ag AuthGate) unaryCheck {
+	return func(ctx context.Context, req any) error { return gateOf(req).check(ctx, ag) }
 }
 
 // snapshotMethod is the one streaming method only admins may call.

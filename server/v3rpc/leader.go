@@ -25,14 +25,14 @@ func requiresLeader(ctx context.Context) bool {
 	return len(vals) > 0 && vals[0] == rpctypes.MetadataHasLeader
 }
 
-// leaderUnaryInterceptor answers "etcdserver: no leader" to a request that
+// leaderUnaryCheck answers "etcdserver: no leader" to a request that
 // requires a leader while the member has none, as etcd does.
-func leaderUnaryInterceptor(lr LeaderReporter) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func leaderUnaryCheck(lr LeaderReporter) unaryCheck {
+	return func(ctx context.Context, _ any) error {
 		if requiresLeader(ctx) && lr.Leader() == 0 {
-			return nil, rpctypes.ErrGRPCNoLeader
+			return rpctypes.ErrGRPCNoLeader
 		}
-		return handler(ctx, req)
+		return nil
 	}
 }
 
@@ -41,7 +41,7 @@ func leaderUnaryInterceptor(lr LeaderReporter) grpc.UnaryServerInterceptor {
 // value: reconnecting a stream costs more than refusing a new request).
 const maxNoLeaderChecks = 3
 
-// leaderStreamInterceptor is leaderUnaryInterceptor for streams; an open
+// leaderStreamInterceptor is leaderUnaryCheck for streams; an open
 // stream that requires a leader is also ended with "etcdserver: no leader"
 // once the member has had none for maxNoLeaderChecks election timeouts.
 func leaderStreamInterceptor(lr LeaderReporter, electionTimeout time.Duration) grpc.StreamServerInterceptor {

@@ -54,7 +54,7 @@ func TestRequireLeader(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			called := false
 			handler := func(context.Context, any) (any, error) { called = true; return "ok", nil }
-			_, err := leaderUnaryInterceptor(fixedLeader(tt.leader))(tt.ctx, nil, &grpc.UnaryServerInfo{}, handler)
+			_, err := checkedUnary([]unaryCheck{leaderUnaryCheck(fixedLeader(tt.leader))})(tt.ctx, nil, &grpc.UnaryServerInfo{}, handler)
 			if err != tt.wantErr {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -86,7 +86,7 @@ func TestLearnerServesOnlyStatusAndSerializableRange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			handler := func(context.Context, any) (any, error) { return "ok", nil }
-			_, err := learnerUnaryInterceptor(learnerFlag(tt.learner))(context.Background(), tt.req, &grpc.UnaryServerInfo{}, handler)
+			_, err := checkedUnary([]unaryCheck{learnerUnaryCheck(learnerFlag(tt.learner))})(context.Background(), tt.req, &grpc.UnaryServerInfo{}, handler)
 			if tt.allowed && err != nil {
 				t.Fatalf("refused: %v", err)
 			}

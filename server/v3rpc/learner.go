@@ -46,19 +46,20 @@ func isReadOnlyLearner(lc LearnerChecker) bool {
 	return ok && ro.IsReadOnlyLearner()
 }
 
-func learnerUnaryInterceptor(lc LearnerChecker) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if lc.IsLearner() {
-			readOnly := isReadOnlyLearner(lc)
-			if !supportedForLearner(req, readOnly) {
-				return nil, rpctypes.ErrGRPCNotSupportedForLearner
-			}
-			if _, ok := req.(*pb.StatusRequest); ok && readOnly {
-				// StatusResponse has no field for it: report it in the header.
-				grpc.SetHeader(ctx, metadata.Pairs(ReadOnlyLearnerHeader, "true"))
-			}
+func learnerUnaryCheck(lc LearnerChecker) unaryCheck {
+	return func(ctx context.Context, req any) error {
+		if !lc.IsLearner() {
+			return nil
 		}
-		return handler(ctx, req)
+		readOnly := isReadOnlyLearner(lc)
+		if !supportedForLearner(req, readOnly) {
+			return rpctypes.ErrGRPCNotSupportedForLearner
+		}
+		if _, ok := req.(*pb.StatusRequest); ok && readOnly {
+			// StatusResponse has no field for it: report it in the header.
+			grpc.SetHeader(ctx, metadata.Pairs(ReadOnlyLearnerHeader, "true"))
+		}
+		return nil
 	}
 }
 

@@ -39,7 +39,7 @@ func TestLearnerInterceptors(t *testing.T) {
 		{"read-only learner", fakeLearner{learner: true, readOnly: true}, []bool{true, true, true, false, false, false}, []bool{true, false}},
 		{"read-only voter", fakeLearner{readOnly: true}, []bool{true, true, true, true, true, true}, []bool{true, true}},
 	} {
-		unary := learnerUnaryInterceptor(tc.lc)
+		unary := checkedUnary([]unaryCheck{learnerUnaryCheck(tc.lc)})
 		for i, r := range reqs {
 			_, err := unary(context.Background(), r.req, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) { return nil, nil })
 			if got := err == nil; got != tc.unaryOK[i] {

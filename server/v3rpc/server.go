@@ -9,6 +9,7 @@
 package v3rpc
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"time"
@@ -166,25 +167,49 @@ func baseOptions(cfg Config) []grpc.ServerOption {
 }
 
 // memberOptions are the interceptors of what the member can tell: learner
-// refusals, require-leader, and auth.
+// refusals, require-leader, and auth. The unary checks run in one
+// interceptor (see checkedUnary).
 func memberOptions(s Server, cfg Config) []grpc.ServerOption {
-	var opts []grpc.ServerOption
+	var checks []unaryCheck
+	var streams []grpc.StreamServerInterceptor
 	if lc, ok := s.(LearnerChecker); ok {
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(learnerUnaryInterceptor(lc)),
-			grpc.ChainStreamInterceptor(learnerStreamInterceptor(lc)))
+		checks = append(checks, learnerUnaryCheck(lc))
+		streams = append(streams, learnerStreamInterceptor(lc))
 	}
 	if lr, ok := s.(LeaderReporter); ok {
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(leaderUnaryInterceptor(lr)),
-			grpc.ChainStreamInterceptor(leaderStreamInterceptor(lr, cfg.ElectionTimeout)))
+		checks = append(checks, leaderUnaryCheck(lr))
+		streams = append(streams, leaderStreamInterceptor(lr, cfg.ElectionTimeout))
 	}
 	if ag, ok := s.(AuthGate); ok {
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(authUnaryInterceptor(ag)),
-			grpc.ChainStreamInterceptor(authStreamInterceptor(ag)))
+		checks = append(checks, authUnaryCheck(ag))
+		streams = append(streams, authStreamInterceptor(ag))
+	}
+	var opts []grpc.ServerOption
+	if len(checks) > 0 {
+		opts = append(opts, grpc.ChainUnaryInterceptor(checkedUnary(checks)))
+	}
+	if len(streams) > 0 {
+		opts = append(opts, grpc.ChainStreamInterceptor(streams...))
 	}
 	return opts
+}
+
+// unaryCheck refuses a unary request before its handler runs (an error)
+// or lets it through (nil).
+type unaryCheck func(ctx context.Context, req any) error
+
+// checkedUnary runs checks in order and the handler if all pass. One
+// interceptor for all of them: gRPC's chain allocates a closure per
+// interceptor and request.
+func checkedUnary(checks []unaryCheck) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		for _, check := range checks {
+			if err := check(ctx, req); err != nil {
+				return nil, err
+			}
+		}
+		return handler(ctx, req)
+	}
 }
 
 // registerServices registers health always, and the services cfg
