@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/cairnkv/cairn/pkg/flagargs"
 )
 
 // Exit codes, as etcd's cobrautl.
@@ -172,26 +174,6 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// parseInterspersed parses fs from args that may mix flags and positional
-// arguments (as cobra allows) and returns the positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
 // parseCommand parses a leaf command's flags (plus the global ones).
 func (e *env) parseCommand(name string, args []string, define func(fs *flag.FlagSet)) ([]string, error) {
 	fs := newFlagSet(name)
@@ -203,7 +185,7 @@ func (e *env) parseCommand(name string, args []string, define func(fs *flag.Flag
 		e.describe(fs)
 		return nil, errDescribed
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := flagargs.Parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(e.stdout, commandUsage(name, fs))
 		return nil, err

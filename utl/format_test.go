@@ -2,8 +2,6 @@ package utl
 
 import (
 	"bytes"
-	"flag"
-	"reflect"
 	"testing"
 
 	"github.com/cairnkv/cairn/pkg/bytesize"
@@ -69,16 +67,6 @@ func TestNormalizeVersion(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("normalizeVersion(%q) = %q, %v; want %q", in, got, ok, want)
 		}
-	}
-}
-
-func TestParseInterspersed(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	w := fs.String("w", "simple", "")
-	b := fs.Bool("b", false, "")
-	pos, err := parseInterspersed(fs, []string{"a", "-w", "json", "b", "--b", "--", "-c"})
-	if err != nil || *w != "json" || !*b || !reflect.DeepEqual(pos, []string{"a", "b", "-c"}) {
-		t.Fatalf("got %v %q %v %v", pos, *w, *b, err)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/cairnkv/cairn/pkg/flagargs"
 )
 
 // command turns a command's arguments into a workload. Global flags are
@@ -47,23 +49,6 @@ func newCommandFlags(name string, g *globalConfig, total *int64, stderr io.Write
 	g.register(fs)
 	fs.Int64Var(total, "total", defaultTotal, "total number of requests")
 	return fs
-}
-
-// parseInterleaved parses flags that may appear before, between or after
-// positional arguments (the flag package alone stops at the first
-// positional one) and returns the positional arguments in order.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 func checkTotal(total int64) error {
@@ -106,7 +91,7 @@ func parseRange(g *globalConfig, args []string, stderr io.Writer) (*workload, er
 	fs := newCommandFlags("range", g, &total, stderr)
 	fs.StringVar(&consistency, "consistency", "l", "l for linearizable, s for serializable reads")
 	fs.Int64Var(&limit, "limit", 0, "maximum keys per response (0 means no limit)")
-	positional, err := parseInterleaved(fs, args)
+	positional, err := flagargs.Parse(fs, args)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"io"
 	"slices"
 	"testing"
 )
@@ -65,29 +63,6 @@ func TestKeyPicker(t *testing.T) {
 		a, b := random(i), again(i)
 		if a != b || a < 0 || a >= 5 {
 			t.Fatalf("pick %d: %d and %d, want equal and within [0,5)", i, a, b)
-		}
-	}
-}
-
-func TestParseInterleaved(t *testing.T) {
-	tests := []struct {
-		args      []string
-		wantPos   []string
-		wantTotal int
-	}{
-		{[]string{"a", "b"}, []string{"a", "b"}, 0},
-		{[]string{"--total", "5", "a"}, []string{"a"}, 5},
-		{[]string{"a", "--total", "5", "b"}, []string{"a", "b"}, 5},
-		{[]string{"a", "b", "--total=7"}, []string{"a", "b"}, 7},
-		{nil, nil, 0},
-	}
-	for _, tt := range tests {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		total := fs.Int("total", 0, "")
-		pos, err := parseInterleaved(fs, tt.args)
-		if err != nil || !slices.Equal(pos, tt.wantPos) || *total != tt.wantTotal {
-			t.Errorf("%v: got %v total %d err %v, want %v total %d", tt.args, pos, *total, err, tt.wantPos, tt.wantTotal)
 		}
 	}
 }
