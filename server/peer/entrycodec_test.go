@@ -61,19 +61,7 @@ func TestUnmarshalEntryMatchesProto(t *testing.T) {
 		inputs[name] = b
 	}
 	for name, b := range inputs {
-		t.Run(name, func(t *testing.T) {
-			want := &raftpb.Entry{}
-			if err := proto.Unmarshal(b, want); err != nil {
-				t.Fatal(err)
-			}
-			got, err := unmarshalEntry(bytes.Clone(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(got, want) {
-				t.Fatalf("unmarshalEntry = %v, want %v", got, want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkDecodesAsProto(t, b, &raftpb.Entry{}, unmarshalEntry) })
 	}
 }
 

@@ -84,16 +84,23 @@ func TestUnmarshalMessageOddInputs(t *testing.T) {
 
 func checkUnmarshalMessage(t *testing.T, b []byte) {
 	t.Helper()
-	want := &raftpb.Message{}
+	checkDecodesAsProto(t, b, &raftpb.Message{}, unmarshalMessage)
+}
+
+// checkDecodesAsProto checks that a hand decoder reads b exactly as
+// proto.Unmarshal reads it into want (a new message of the same type).
+// The decoder gets its own copy: what it returns may alias it.
+func checkDecodesAsProto[M proto.Message](t *testing.T, b []byte, want M, decode func([]byte) (M, error)) {
+	t.Helper()
 	if err := proto.Unmarshal(b, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := unmarshalMessage(bytes.Clone(b))
+	got, err := decode(bytes.Clone(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !proto.Equal(got, want) {
-		t.Fatalf("unmarshalMessage = %v, want %v", got, want)
+		t.Fatalf("hand decoding = %v, want %v", got, want)
 	}
 }
 
