@@ -3,9 +3,11 @@ package v3rpc
 import (
 	"context"
 	"errors"
-	"github.com/cairnkv/cairn/server/metrics"
 	"io"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/idtable"
+	"github.com/cairnkv/cairn/server/metrics"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -27,7 +29,7 @@ type watchSession struct {
 
 	// watchers holds the options of every watcher the client created and
 	// has not canceled (compacted ones too, until the client cancels them).
-	watchers optionsTable
+	watchers idtable.Table[mvcc.WatchID, watchOptions]
 	// progressDue is set when a progress request found a watcher behind;
 	// the request is repeated after every response forwarded until it is
 	// answered, as etcd defers it.
@@ -47,7 +49,7 @@ type watchSession struct {
 
 // watchOptions are what a watcher asked for beyond the store's part.
 type watchOptions struct {
-	live                             bool // optionsTable: the slot is used
+	live                             bool // set on every stored value: the zero value marks a free slot of watchers
 	prevKV, fragment, progressNotify bool
 	// sentEvents: events went out since the last progress tick, so the
 	// watcher needs no progress notification at the next one.
@@ -171,7 +173,7 @@ func (ss *watchSession) create(cr *pb.WatchCreateRequest) error {
 	if err != nil {
 		return ss.send(ss.createRefused(err.Error()))
 	}
-	ss.watchers.put(id, watchOptions{prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()})
+	ss.watchers.Put(id, watchOptions{live: true, prevKV: cr.GetPrevKv(), fragment: cr.GetFragment(), progressNotify: cr.GetProgressNotify()})
 	ss.creates++
 	// The revision is read after the watcher exists: the client may take
 	// it as the last revision seen, and the watcher starts no later.
@@ -221,14 +223,14 @@ func (ss *watchSession) cancel(id int64) error {
 	if err := ss.mws.Cancel(mvcc.WatchID(id)); err != nil {
 		return nil
 	}
-	ss.watchers.delete(mvcc.WatchID(id))
+	ss.watchers.Delete(mvcc.WatchID(id))
 	return ss.send(&pb.WatchResponse{Header: ss.header(ss.mws.Rev()), WatchId: id, Canceled: true})
 }
 
 // forward sends one response of the store to the client. Responses of a
 // watcher canceled meanwhile are dropped.
 func (ss *watchSession) forward(r mvcc.WatchResponse) error {
-	opts := ss.watchers.get(r.WatchID)
+	opts := ss.watchers.Get(r.WatchID)
 	if opts == nil && r.WatchID != mvcc.ProgressAllWatchID {
 		return nil
 	}
@@ -319,7 +321,7 @@ func (ss *watchSession) withPrevKVs(evs []*mvccpb.Event) []*mvccpb.Event {
 // with progress_notify that got no events since the last tick; the store
 // answers only for watchers that are synced.
 func (ss *watchSession) notifyProgress() {
-	ss.watchers.each(func(id mvcc.WatchID, opts *watchOptions) {
+	ss.watchers.Each(func(id mvcc.WatchID, opts *watchOptions) {
 		if opts.progressNotify && !opts.sentEvents {
 			ss.mws.RequestProgress(id)
 		}

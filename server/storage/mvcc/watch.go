@@ -127,7 +127,7 @@ func (ws *watchStream) Watch(id WatchID, key, end []byte, startRev int64, fcs ..
 		return -1, ErrWatcherDuplicateID
 	}
 	w := newWatcher(id, ws, r, startRev, fcs)
-	ws.watchers.put(id, w)
+	ws.watchers.Put(id, w)
 	ws.h.add(w)
 	metrics.Watchers.Inc()
 	return id, nil
@@ -170,7 +170,7 @@ func (ws *watchStream) Cancel(id WatchID) error {
 		return ErrWatcherNotExist
 	}
 	ws.h.remove(w)
-	ws.watchers.delete(id)
+	ws.watchers.Delete(id)
 	metrics.Watchers.Dec()
 	return nil
 }
@@ -183,9 +183,9 @@ func (ws *watchStream) Close() {
 	}
 	ws.closed = true
 	ws.h.closeStream(ws)
-	metrics.Watchers.Sub(float64(ws.watchers.len()))
+	metrics.Watchers.Sub(float64(ws.watchers.Len()))
 	metrics.WatchStreams.Dec()
-	ws.watchers.clear()
+	ws.watchers.Clear()
 }
 
 func (ws *watchStream) Rev() int64 { return ws.h.s.Rev() }

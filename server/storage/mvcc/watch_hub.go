@@ -214,7 +214,7 @@ func (h *watchHub) progressAll(ws *watchStream) bool {
 	if !all {
 		return false
 	}
-	if ws.watchers.len() > 0 {
+	if ws.watchers.Len() > 0 {
 		select {
 		case ws.ch <- WatchResponse{WatchID: ProgressAllWatchID, Revision: h.notifiedRev}:
 		default:
