@@ -381,12 +381,19 @@ func (b *backend) finishCopy(c *defragCopy) error {
 // the caller holds the commit slot and both locks.
 func (b *backend) renameIn(c *defragCopy) error {
 	failpoint.Inject("defragBeforeRename")
+	// A descriptor of the old file, which the rename unlinks, so that
+	// retire can give its space back gradually (see shrinkInSteps). Without
+	// one the old file is freed at once when it closes.
+	oldFile, _ := os.OpenFile(b.cfg.Path, os.O_WRONLY, 0)
 	if err := os.Rename(c.path, b.cfg.Path); err != nil {
+		if oldFile != nil {
+			oldFile.Close()
+		}
 		return fmt.Errorf("backend: defrag: %w", err)
 	}
 	failpoint.Inject("defragAfterRename")
 	b.batch.journal = nil
-	b.retire(c.db)
+	b.retire(c.db, oldFile)
 	if err := b.showNewFile(); err != nil {
 		b.lg.Fatal("failed to begin transactions after defrag", zap.Error(err))
 	}
@@ -396,8 +403,9 @@ func (b *backend) renameIn(c *defragCopy) error {
 
 // retire ends the transactions on the old file and makes db the backend's.
 // The old file is closed in the background: bbolt's Close waits for the
-// snapshots that still read it. The caller holds both locks.
-func (b *backend) retire(db *bolt.DB) {
+// snapshots that still read it. unlinked, if not nil, is a descriptor of
+// the old file, which no longer has a name. The caller holds both locks.
+func (b *backend) retire(db *bolt.DB, unlinked *os.File) {
 	b.read.close()
 	old := b.db
 	b.db = db
@@ -418,7 +426,36 @@ func (b *backend) retire(db *bolt.DB) {
 		if err := old.Close(); err != nil {
 			b.lg.Warn("failed to close the db file replaced by defrag", zap.Error(err))
 		}
+		if unlinked != nil {
+			if st, err := unlinked.Stat(); err == nil {
+				shrinkInSteps(unlinked.Truncate, st.Size(), retireShrinkStep, retireShrinkPause)
+			}
+			unlinked.Close()
+		}
 	}()
+}
+
+// retireShrinkStep and retireShrinkPause pace the release of a retired
+// file's blocks (see shrinkInSteps).
+const (
+	retireShrinkStep  = 16 << 20
+	retireShrinkPause = 10 * time.Millisecond
+)
+
+// shrinkInSteps truncates a file of size bytes to nothing, step bytes at a
+// time with a pause in between. Freeing the blocks of a file of hundreds
+// of MB at once (its last close after the rename) is one large filesystem
+// journal transaction, and the WAL's next fdatasync waits for it; a step
+// at a time, each journal commit carries a little of it. It stops at the
+// first error: the rest is freed when the file closes.
+func shrinkInSteps(truncate func(size int64) error, size, step int64, pause time.Duration) {
+	for size > 0 {
+		size = max(size-step, 0)
+		if truncate(size) != nil {
+			return
+		}
+		time.Sleep(pause)
+	}
 }
 
 // showNewFile opens the read view on the new db. It holds the old file's

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -329,6 +330,77 @@ func TestDefragNeverCommits(t *testing.T) {
 	b2 := reopen(t, path)
 	if got, want := sortedDump(t, b2), m.listing(); !slices.Equal(got, want) {
 		t.Fatalf("after a crash: uncommitted writes from before the defrag are durable: %v", diff(got, want))
+	}
+}
+
+// TestShrinkInStepsEndsAtZero: a retired file is truncated step by step
+// down to nothing, and the first failing truncate ends it.
+func TestShrinkInStepsEndsAtZero(t *testing.T) {
+	tests := []struct {
+		name       string
+		size, step int64
+		failAt     int64 // a size whose truncate fails; -1 for none
+		want       []int64
+	}{
+		{"steps", 10, 4, -1, []int64{6, 2, 0}},
+		{"exact", 8, 4, -1, []int64{4, 0}},
+		{"smaller than a step", 3, 4, -1, []int64{0}},
+		{"empty", 0, 4, -1, nil},
+		{"stops at an error", 10, 4, 6, []int64{6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int64
+			shrinkInSteps(func(size int64) error {
+				got = append(got, size)
+				if size == tt.failAt {
+					return errors.New("injected")
+				}
+				return nil
+			}, tt.size, tt.step, 0)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("truncated to %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDefragGivesTheOldFilesSpaceBack: once an online defrag has retired
+// the old file, the old file (seen through a descriptor the test opened
+// before) has been truncated to nothing rather than left for its last
+// close to free at once.
+func TestDefragGivesTheOldFilesSpaceBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	value := bytes.Repeat([]byte("v"), 1024)
+	for round := range 20 {
+		tx := b.BatchTx()
+		tx.Lock()
+		for i := range 500 {
+			tx.UnsafePut(testBucket, fmt.Appendf(nil, "%02d-%04d", round, i), value)
+		}
+		tx.Unlock()
+		b.Commit()
+	}
+	old, err := os.Open(path) // the file the defrag will retire
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	b.(*backend).retired.Wait()
+	st, err := old.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 0 {
+		t.Fatalf("the retired file still has %d bytes", st.Size())
 	}
 }
 
