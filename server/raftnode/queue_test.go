@@ -14,23 +14,30 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// gatedLog is an eventLog whose Save of a non-empty HardState can be held
-// until the test releases it, so the loop is caught in the middle of a
-// persist the way an fsync holds it.
+// gatedLog is an eventLog whose first Save of a HardState at holdTerm is
+// held until the test releases it, so the loop is caught in the middle of
+// a persist the way an fsync holds it. Which save is held does not depend
+// on timing: the bootstrap's saves are at an earlier term.
 type gatedLog struct {
 	eventLog
-	hold    chan struct{} // closed by the test to release held saves
-	holding chan struct{} // receives once a save is being held
+	holdTerm uint64        // the term whose first save is held
+	hold     chan struct{} // closed by the test to release the held save
+	holding  chan struct{} // capacity 1: receives once the save is held
+	held     bool          // only the raft loop (Save) uses it
+}
+
+func newGatedLog(term uint64) *gatedLog {
+	return &gatedLog{holdTerm: term, hold: make(chan struct{}), holding: make(chan struct{}, 1)}
 }
 
 func (l *gatedLog) Save(st *raftpb.HardState, ents []*raftpb.Entry) error {
 	if raft.IsEmptyHardState(st) && len(ents) == 0 {
 		return nil
 	}
-	select {
-	case l.holding <- struct{}{}:
+	if !l.held && st.GetTerm() == l.holdTerm {
+		l.held = true
+		l.holding <- struct{}{}
 		<-l.hold
-	default:
 	}
 	l.add(fmt.Sprintf("save %d entries", len(ents)))
 	return nil
@@ -71,7 +78,7 @@ func fromLeader(typ raftpb.MessageType, m *raftpb.Message) *raftpb.Message {
 // forwarded proposal leaves before that turn's fsync, the append's
 // acknowledgement only after it.
 func TestFollowerForwardsProposalsBeforePersistingAndAcksAfter(t *testing.T) {
-	log := &gatedLog{hold: make(chan struct{}), holding: make(chan struct{})}
+	log := newGatedLog(5) // the term of fromLeader's messages
 	n := newFollower(t, log)
 
 	// The heartbeat makes 2 the leader at term 5; persisting the new term
@@ -116,7 +123,7 @@ func TestFollowerForwardsProposalsBeforePersistingAndAcksAfter(t *testing.T) {
 }
 
 func TestStepRefusesMessagesBeyondTheInboxLimit(t *testing.T) {
-	log := &gatedLog{hold: make(chan struct{}), holding: make(chan struct{})}
+	log := newGatedLog(5) // the term of fromLeader's messages
 	n := newFollower(t, log)
 	if err := n.Step(context.Background(), fromLeader(raftpb.MsgHeartbeat, &raftpb.Message{})); err != nil {
 		t.Fatal(err)
