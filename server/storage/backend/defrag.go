@@ -49,7 +49,9 @@ const (
 	// of the new file, bounding the memory of each transaction.
 	defragBatchKeys = 10000
 	// defragFillPercent packs the new file's pages: keys arrive in order, so
-	// pages need little room for later inserts.
+	// pages need little room for later inserts. The key bucket, which only
+	// ever grows at its end, is packed full (seqFillPercent): see
+	// defragFill.
 	defragFillPercent = 0.9
 	// defragTailWrites: once a catch-up round finds at most this many
 	// writes, the rest is applied during the swap, under the locks.
@@ -472,6 +474,17 @@ func (b *backend) showNewFile() error {
 	return nil
 }
 
+// defragFill is how full the new file packs the pages of bucket: the key
+// bucket is written only at its end once the file is in use, so it is
+// packed as its commits pack it; the small buckets take inserts anywhere
+// and keep some room.
+func defragFill(bucket []byte) float64 {
+	if bytes.Equal(bucket, BucketKey) {
+		return seqFillPercent
+	}
+	return defragFillPercent
+}
+
 // applyToDB writes ws into db in order, defragBatchKeys per transaction.
 func applyToDB(db *bolt.DB, ws []pendingWrite) error {
 	for len(ws) > 0 {
@@ -491,7 +504,7 @@ func applyToTx(tx *bolt.Tx, ws []pendingWrite) error {
 		if err != nil {
 			return err
 		}
-		bucket.FillPercent = defragFillPercent
+		bucket.FillPercent = defragFill(w.bucket)
 		if w.write.deleted {
 			err = bucket.Delete(w.write.key)
 		} else {
@@ -555,7 +568,7 @@ func (w *defragWriter) openBucket(name []byte) error {
 	if err != nil {
 		return err
 	}
-	bucket.FillPercent = defragFillPercent
+	bucket.FillPercent = defragFill(name)
 	w.name, w.bucket = name, bucket
 	return nil
 }
