@@ -27,6 +27,7 @@ package backend
 // first (readers wait for that commit, as they did for every commit before).
 
 import (
+	"runtime"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,6 +36,12 @@ import (
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/metrics"
 )
+
+// writesPerYield: a commit writing many keys (a compaction's deletes, a
+// burst of puts) yields its processor after every writesPerYield of them.
+// It runs beside the member's requests, and on two cores a loop that never
+// yields keeps them waiting until the scheduler preempts it, up to 10 ms.
+const writesPerYield = 256
 
 // maxDirtyPagesPerWrite bounds how many new pages one write can cost a
 // commit (its leaf and the branches above it, and splits): with it, the
@@ -184,7 +191,11 @@ func (b *backend) writeBucket(tx *bolt.Tx, bw bucketWrites, seqBuckets []string)
 		}
 	}
 	it := newRunsIter(bw.runs, nil, nil)
+	n := 0
 	for w, ok := it.next(); ok; w, ok = it.next() {
+		if n++; n%writesPerYield == 0 {
+			runtime.Gosched()
+		}
 		if w.deleted {
 			err = bucket.Delete(w.key)
 		} else {

@@ -424,3 +424,24 @@ func TestDropInSlicesCoversTheMappingOnce(t *testing.T) {
 		t.Fatalf("an empty mapping was dropped: %v", calls)
 	}
 }
+
+// TestDefragSyncsTheCopyInSmallBatches: each bulk-copy batch is synced on
+// its own, so the WAL's fsyncs never queue behind more than about
+// defragBatchBytes of the copy; 4 MiB of pairs must take several batches,
+// not the one that defragBatchKeys alone would allow.
+func TestDefragSyncsTheCopyInSmallBatches(t *testing.T) {
+	b, _ := NewTmpBackend(t)
+	const pairs, valueSize = 4096, 1024
+	fillKeys(b, pairs, valueSize)
+	batches := 0
+	b.(*backend).defragCopied = func() error {
+		batches++
+		return nil
+	}
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	if want := pairs * valueSize / defragBatchBytes; batches < want {
+		t.Errorf("bulk copy synced %d times, want at least %d (one per %d bytes)", batches, want, defragBatchBytes)
+	}
+}

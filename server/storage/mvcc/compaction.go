@@ -2,7 +2,7 @@ package mvcc
 
 import (
 	"bytes"
-	"github.com/cairnkv/cairn/server/metrics"
+	"runtime"
 	"sync"
 	"time"
 
@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -270,6 +271,10 @@ func (s *Store) readRound(keep map[Revision]struct{}, h *kvHasher, from, end []b
 			last = BytesToRev(keys[len(keys)-1])
 		}
 		rt.RUnlock()
+		// Let waiting requests run: on two cores this loop would otherwise
+		// hold a processor until the scheduler preempts it (see
+		// treeIndex.Compact).
+		runtime.Gosched()
 		seen += len(keys)
 		if len(keys) < chunk {
 			break

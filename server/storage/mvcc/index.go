@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/google/btree"
@@ -157,29 +158,50 @@ func (ti *treeIndex) Tombstone(key []byte, rev Revision) error {
 	return ki.tombstone(rev)
 }
 
+// compactKeysPerLock is how many keys Compact compacts per hold of the
+// index lock: a few microseconds of work, so a read or write waits at most
+// that long.
+const compactKeysPerLock = 64
+
 // Compact drops every revision no read at rev or later can see, removes keys
 // with nothing left, and returns the revisions at or before rev that must
-// stay in the backend. It locks key by key on a clone of the tree, so
-// concurrent reads and writes only wait for one key at a time.
+// stay in the backend. It walks a clone of the tree and locks the index for
+// compactKeysPerLock keys at a time, yielding its processor in between: a
+// loop that takes the lock again at once keeps it from a waiting writer
+// (the mutex lets the running goroutine barge in until a waiter has starved
+// for a millisecond), and on two cores a busy loop also keeps requests
+// from running until the scheduler preempts it.
 func (ti *treeIndex) Compact(rev int64) map[Revision]struct{} {
 	keep := make(map[Revision]struct{})
-	ti.mu.Lock()
+	ti.mu.Lock() // Clone changes the tree's copy-on-write context
 	clone := ti.tree.Clone()
 	ti.mu.Unlock()
 
-	clone.Ascend(func(ki *keyIndex) bool {
+	chunk := make([]*keyIndex, 0, compactKeysPerLock)
+	flush := func() {
 		ti.mu.Lock()
-		// A key the clone still holds may have been re-created or changed
-		// since; the keyIndex pointer is shared, so compacting it is right.
-		if !ki.isEmpty() {
-			ki.compact(rev, keep)
-		}
-		if ki.isEmpty() {
-			ti.tree.Delete(ki)
+		for _, ki := range chunk {
+			// A key the clone still holds may have been re-created or
+			// changed since; the keyIndex pointer is shared, so compacting
+			// it is right.
+			if !ki.isEmpty() {
+				ki.compact(rev, keep)
+			}
+			if ki.isEmpty() {
+				ti.tree.Delete(ki)
+			}
 		}
 		ti.mu.Unlock()
+		chunk = chunk[:0]
+		runtime.Gosched()
+	}
+	clone.Ascend(func(ki *keyIndex) bool {
+		if chunk = append(chunk, ki); len(chunk) == compactKeysPerLock {
+			flush()
+		}
 		return true
 	})
+	flush()
 	return keep
 }
 
