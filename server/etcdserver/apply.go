@@ -59,8 +59,13 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 	if s.stores.be.PendingWrites() >= s.cfg.BackendBatchLimit {
 		s.commits.kickCommit()
 	}
-	if s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount || (membersChanged && s.logCompacted()) || s.snapshotForced {
+	switch {
+	case s.snapshotForced || (membersChanged && s.logCompacted()):
+		// Rare, and what asked for it needs the snapshot now.
 		s.snapshotForced = false
+		s.takeSnapshot()
+		s.waitSnapshotSaved()
+	case s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount:
 		s.takeSnapshot()
 	}
 }
@@ -231,18 +236,48 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 }
 
 // takeSnapshot records a raft snapshot at the applied index and trims the
-// in-memory log. The backend is committed first so the db on disk covers
-// everything the snapshot claims.
+// in-memory log. The db on disk must cover everything the snapshot claims,
+// so the snapshot is saved only once a backend commit cut now is durable.
+// The apply loop only cuts that commit and reads the membership: the
+// commit's write and fsync, the .snap file and the WAL marker happen in
+// the background while entries go on being applied (a synchronous commit
+// and two fsyncs here held every request up every --snapshot-count
+// entries). One snapshot is saved at a time; the next waits for it.
 func (s *Server) takeSnapshot() {
-	s.commits.commit()
+	s.waitSnapshotSaved()
 	applied := s.appliedIndex.Load()
+	confState := s.raftView.confState
 	payload, err := membershipSnapshot(s.stores.be, s.versions.clusterVersion)
 	if err != nil {
-		s.lg.Warn("cannot encode membership for the snapshot", zap.Error(err))
+		s.lg.Warn("cannot encode membership for the snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return
 	}
-	snap, err := s.node.MemStorage().CreateSnapshot(applied, s.raftView.confState, payload)
+	durable := s.commits.startCommit()
+	s.snapshotIndex = applied
+	saved := make(chan struct{})
+	s.snapshotSaved = saved
+	s.goAttach(func() {
+		defer close(saved)
+		<-durable
+		s.saveSnapshot(applied, confState, payload)
+	})
+}
+
+// waitSnapshotSaved waits until the snapshot being saved, if any, is
+// saved (apply loop only).
+func (s *Server) waitSnapshotSaved() {
+	if s.snapshotSaved != nil {
+		<-s.snapshotSaved
+		s.snapshotSaved = nil
+	}
+}
+
+// saveSnapshot creates the snapshot at applied in raft's storage, saves
+// it and compacts raft's log; the backend is durable up to applied.
+func (s *Server) saveSnapshot(applied uint64, confState *raftpb.ConfState, payload []byte) {
+	snap, err := s.node.MemStorage().CreateSnapshot(applied, confState, payload)
 	if err != nil {
+		// ErrSnapOutOfDate: a snapshot from the leader came in meanwhile.
 		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return
 	}
@@ -250,7 +285,6 @@ func (s *Server) takeSnapshot() {
 		s.fail(fmt.Errorf("save snapshot: %w", err))
 		return
 	}
-	s.snapshotIndex = applied
 	s.lg.Info("saved snapshot", zap.Uint64("snapshot-index", applied))
 	if applied > s.cfg.SnapshotCatchUpEntries {
 		compactTo := applied - s.cfg.SnapshotCatchUpEntries

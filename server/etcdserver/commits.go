@@ -85,6 +85,15 @@ func (c *backendCommits) kickCommit() {
 	}
 }
 
+// startCommit cuts a commit under the apply lock and returns without
+// waiting for it: the channel is closed once everything applied before
+// the call is durable.
+func (c *backendCommits) startCommit() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stores.be.StartCommit()
+}
+
 // commit commits and waits for it under the apply lock (a snapshot needs
 // the db on disk to cover everything applied).
 func (c *backendCommits) commit() {

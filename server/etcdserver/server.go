@@ -58,6 +58,9 @@ type Server struct {
 	// commits holds the apply lock (applyMu) and the consistent index.
 	commits       *backendCommits
 	snapshotIndex uint64
+	// snapshotSaved, while a snapshot is being saved in the background, is
+	// closed once it is (apply loop only; see takeSnapshot).
+	snapshotSaved chan struct{}
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
 	// an older binary reads holds no entry of the newer version).

@@ -26,6 +26,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.lg.Info("applying snapshot from leader", zap.Uint64("snapshot-index", index))
 	metrics.SnapshotApplyInProgress.Set(1)
 	defer metrics.SnapshotApplyInProgress.Set(0)
+	s.waitSnapshotSaved() // ours, of an older index, saved before the leader's replaces it
 	s.commits.mu.Lock()
 	s.stores.mu.Lock()
 	s.stores.be.Commit()

@@ -12,8 +12,8 @@ import (
 )
 
 // raftStorage persists raft state in the WAL and snap files. The raft loop
-// calls Save; the apply loop calls SaveSnap when it takes a snapshot, so the
-// WAL is guarded by a mutex.
+// calls Save; the apply loop's snapshots call SaveSnap, from a goroutine of
+// their own, so the WAL is guarded by a mutex.
 type raftStorage struct {
 	mu          sync.Mutex
 	wal         *wal.WAL
@@ -35,12 +35,14 @@ func (st *raftStorage) Sync() error {
 
 // SaveSnap writes the .snap file first, then the WAL marker: a marker
 // without its file would make restart look for a snapshot that is not there.
+// Only the marker takes the WAL's mutex: the raft loop's appends need not
+// wait for the .snap file's write and fsync.
 func (st *raftStorage) SaveSnap(s *raftpb.Snapshot) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	if err := st.snapshotter.SaveSnap(s); err != nil {
 		return err
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	md := s.GetMetadata()
 	marker := walpb.Snapshot{Index: md.GetIndex(), Term: md.GetTerm(), ConfState: md.GetConfState()}
 	if err := st.wal.SaveSnapshot(marker); err != nil {
