@@ -25,6 +25,12 @@ type backendCommits struct {
 	kick     chan struct{}
 	interval time.Duration // --backend-batch-interval
 	stop     <-chan struct{}
+
+	// started serializes the background commits' starts, and inflight is
+	// the last one's done channel: a start waits for it before it takes
+	// the apply lock, so the lock is never held while a commit is written.
+	started  sync.Mutex
+	inflight <-chan struct{}
 }
 
 // withApplyLock runs f on the backend while no entry is applied and no
@@ -63,18 +69,12 @@ func (c *backendCommits) run() {
 // commitInBackground cuts a commit under the apply lock, so that the
 // consistent index it stores describes exactly the entries applied, then
 // waits until it is durable without the lock: entries go on being applied
-// while bbolt writes and fsyncs (see backend/commit.go). Only run calls
-// it, and every other commit runs wholly under the lock, so the cut never
-// waits for another commit.
+// while bbolt writes and fsyncs (see backend/commit.go).
 func (c *backendCommits) commitInBackground() {
-	c.mu.Lock()
 	if c.stores.be.PendingWrites() == 0 {
-		c.mu.Unlock()
-		return
+		return // read without the lock: a write missed now waits for the next tick
 	}
-	done := c.stores.be.StartCommit()
-	c.mu.Unlock()
-	<-done
+	<-c.startCommit()
 }
 
 // kickCommit asks run for a commit without waiting for it.
@@ -87,11 +87,22 @@ func (c *backendCommits) kickCommit() {
 
 // startCommit cuts a commit under the apply lock and returns without
 // waiting for it: the channel is closed once everything applied before
-// the call is durable.
+// the call is durable. It first waits, without the lock, for the commit
+// it started last (the backend writes one at a time, and its cut would
+// otherwise wait for that one with the apply loop locked out). Commits
+// made wholly under the lock (commit, withApplyLock) are rare: a stop, a
+// snapshot install, maintenance.
 func (c *backendCommits) startCommit() <-chan struct{} {
+	c.started.Lock()
+	defer c.started.Unlock()
+	if c.inflight != nil {
+		<-c.inflight
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stores.be.StartCommit()
+	done := c.stores.be.StartCommit()
+	c.mu.Unlock()
+	c.inflight = done
+	return done
 }
 
 // commit commits and waits for it under the apply lock (a snapshot needs
