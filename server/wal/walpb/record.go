@@ -30,14 +30,11 @@ type Record struct {
 	Data []byte
 }
 
-// Field numbers of etcd's walpb.Record and walpb.Snapshot.
+// Field numbers of etcd's walpb.Record.
 const (
-	recordTypeField    protowire.Number = 1
-	recordCrcField     protowire.Number = 2
-	recordDataField    protowire.Number = 3
-	snapIndexField     protowire.Number = 1
-	snapTermField      protowire.Number = 2
-	snapConfStateField protowire.Number = 3
+	recordTypeField protowire.Number = 1
+	recordCrcField  protowire.Number = 2
+	recordDataField protowire.Number = 3
 )
 
 // Size returns the encoded length of r.
@@ -83,6 +80,13 @@ type Snapshot struct {
 	// snapshot written when the WAL is created.
 	ConfState *raftpb.ConfState
 }
+
+// Field numbers of etcd's walpb.Snapshot.
+const (
+	snapIndexField     protowire.Number = 1
+	snapTermField      protowire.Number = 2
+	snapConfStateField protowire.Number = 3
+)
 
 // Marshal returns the encoding of s.
 func (s *Snapshot) Marshal() ([]byte, error) {
