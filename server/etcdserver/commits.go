@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -79,10 +80,7 @@ func (c *backendCommits) commitInBackground() {
 
 // kickCommit asks run for a commit without waiting for it.
 func (c *backendCommits) kickCommit() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	wait.Wake(c.kick)
 }
 
 // commit commits and waits for it under the apply lock (a snapshot needs
