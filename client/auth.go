@@ -79,23 +79,19 @@ func NewAuth(c *Client) Auth { return newAuth(c) }
 func newAuth(c *Client) *authClient { return &authClient{remote: pb.NewAuthClient(c.conn)} }
 
 func (a *authClient) Authenticate(ctx context.Context, name, password string) (*AuthenticateResponse, error) {
-	r, err := a.remote.Authenticate(ctx, &pb.AuthenticateRequest{Name: name, Password: password})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.Authenticate, &pb.AuthenticateRequest{Name: name, Password: password})
 }
 
 func (a *authClient) AuthEnable(ctx context.Context) (*AuthEnableResponse, error) {
-	r, err := a.remote.AuthEnable(ctx, &pb.AuthEnableRequest{})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.AuthEnable, &pb.AuthEnableRequest{})
 }
 
 func (a *authClient) AuthDisable(ctx context.Context) (*AuthDisableResponse, error) {
-	r, err := a.remote.AuthDisable(ctx, &pb.AuthDisableRequest{})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.AuthDisable, &pb.AuthDisableRequest{})
 }
 
 func (a *authClient) AuthStatus(ctx context.Context) (*AuthStatusResponse, error) {
-	r, err := a.remote.AuthStatus(ctx, &pb.AuthStatusRequest{})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.AuthStatus, &pb.AuthStatusRequest{})
 }
 
 func (a *authClient) UserAdd(ctx context.Context, name, password string) (*AuthUserAddResponse, error) {
@@ -103,68 +99,55 @@ func (a *authClient) UserAdd(ctx context.Context, name, password string) (*AuthU
 }
 
 func (a *authClient) UserAddWithOptions(ctx context.Context, name, password string, opt *UserAddOptions) (*AuthUserAddResponse, error) {
-	r, err := a.remote.UserAdd(ctx, &pb.AuthUserAddRequest{Name: name, Password: password, Options: opt})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserAdd, &pb.AuthUserAddRequest{Name: name, Password: password, Options: opt})
 }
 
 func (a *authClient) UserDelete(ctx context.Context, name string) (*AuthUserDeleteResponse, error) {
-	r, err := a.remote.UserDelete(ctx, &pb.AuthUserDeleteRequest{Name: name})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserDelete, &pb.AuthUserDeleteRequest{Name: name})
 }
 
 func (a *authClient) UserChangePassword(ctx context.Context, name, password string) (*AuthUserChangePasswordResponse, error) {
-	r, err := a.remote.UserChangePassword(ctx, &pb.AuthUserChangePasswordRequest{Name: name, Password: password})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserChangePassword, &pb.AuthUserChangePasswordRequest{Name: name, Password: password})
 }
 
 func (a *authClient) UserGrantRole(ctx context.Context, user, role string) (*AuthUserGrantRoleResponse, error) {
-	r, err := a.remote.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: user, Role: role})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserGrantRole, &pb.AuthUserGrantRoleRequest{User: user, Role: role})
 }
 
 func (a *authClient) UserGet(ctx context.Context, name string) (*AuthUserGetResponse, error) {
-	r, err := a.remote.UserGet(ctx, &pb.AuthUserGetRequest{Name: name})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserGet, &pb.AuthUserGetRequest{Name: name})
 }
 
 func (a *authClient) UserList(ctx context.Context) (*AuthUserListResponse, error) {
-	r, err := a.remote.UserList(ctx, &pb.AuthUserListRequest{})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserList, &pb.AuthUserListRequest{})
 }
 
 func (a *authClient) UserRevokeRole(ctx context.Context, name, role string) (*AuthUserRevokeRoleResponse, error) {
-	r, err := a.remote.UserRevokeRole(ctx, &pb.AuthUserRevokeRoleRequest{Name: name, Role: role})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.UserRevokeRole, &pb.AuthUserRevokeRoleRequest{Name: name, Role: role})
 }
 
 func (a *authClient) RoleAdd(ctx context.Context, name string) (*AuthRoleAddResponse, error) {
-	r, err := a.remote.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: name})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleAdd, &pb.AuthRoleAddRequest{Name: name})
 }
 
 func (a *authClient) RoleGrantPermission(ctx context.Context, name, key, rangeEnd string, permType PermissionType) (*AuthRoleGrantPermissionResponse, error) {
 	perm := &authpb.Permission{Key: []byte(key), RangeEnd: []byte(rangeEnd), PermType: permType}
-	r, err := a.remote.RoleGrantPermission(ctx, &pb.AuthRoleGrantPermissionRequest{Name: name, Perm: perm})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleGrantPermission, &pb.AuthRoleGrantPermissionRequest{Name: name, Perm: perm})
 }
 
 func (a *authClient) RoleGet(ctx context.Context, role string) (*AuthRoleGetResponse, error) {
-	r, err := a.remote.RoleGet(ctx, &pb.AuthRoleGetRequest{Role: role})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleGet, &pb.AuthRoleGetRequest{Role: role})
 }
 
 func (a *authClient) RoleList(ctx context.Context) (*AuthRoleListResponse, error) {
-	r, err := a.remote.RoleList(ctx, &pb.AuthRoleListRequest{})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleList, &pb.AuthRoleListRequest{})
 }
 
 func (a *authClient) RoleRevokePermission(ctx context.Context, role, key, rangeEnd string) (*AuthRoleRevokePermissionResponse, error) {
 	req := &pb.AuthRoleRevokePermissionRequest{Role: role, Key: []byte(key), RangeEnd: []byte(rangeEnd)}
-	r, err := a.remote.RoleRevokePermission(ctx, req)
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleRevokePermission, req)
 }
 
 func (a *authClient) RoleDelete(ctx context.Context, role string) (*AuthRoleDeleteResponse, error) {
-	r, err := a.remote.RoleDelete(ctx, &pb.AuthRoleDeleteRequest{Role: role})
-	return r, toErr(ctx, err)
+	return call(ctx, a.remote.RoleDelete, &pb.AuthRoleDeleteRequest{Role: role})
 }

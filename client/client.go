@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/resolver/manual"
+
+	"github.com/cairnkv/cairn/pkg/defaults"
 )
 
 // Errors of the client itself (server errors are rpctypes errors).
@@ -123,14 +125,8 @@ func (c *Client) authenticate() error {
 // dialOptions are the gRPC options of the client's conn; endpoint-specific
 // conns (Maintenance) share them.
 func (c *Client) dialOptions(r *manual.Resolver, eps []endpoint) []grpc.DialOption {
-	recv := c.cfg.MaxCallRecvMsgSize
-	if recv <= 0 {
-		recv = math.MaxInt32
-	}
-	connectTimeout := c.cfg.DialTimeout
-	if connectTimeout <= 0 {
-		connectTimeout = defaultConnectTimeout
-	}
+	recv := defaults.Positive(c.cfg.MaxCallRecvMsgSize, math.MaxInt32)
+	connectTimeout := defaults.Positive(c.cfg.DialTimeout, defaultConnectTimeout)
 	opts := []grpc.DialOption{
 		grpc.WithResolvers(r),
 		grpc.WithDefaultServiceConfig(roundRobin),

@@ -26,31 +26,25 @@ func newCluster(c *Client) *cluster { return &cluster{remote: pb.NewClusterClien
 
 func (cl *cluster) MemberList(ctx context.Context, opts ...OpOption) (*MemberListResponse, error) {
 	op := newOp(tRange, "", opts)
-	r, err := cl.remote.MemberList(ctx, &pb.MemberListRequest{Linearizable: !op.serializable})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberList, &pb.MemberListRequest{Linearizable: !op.serializable})
 }
 
 func (cl *cluster) MemberAdd(ctx context.Context, peerAddrs []string) (*MemberAddResponse, error) {
-	r, err := cl.remote.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: peerAddrs})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberAdd, &pb.MemberAddRequest{PeerURLs: peerAddrs})
 }
 
 func (cl *cluster) MemberAddAsLearner(ctx context.Context, peerAddrs []string) (*MemberAddResponse, error) {
-	r, err := cl.remote.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: peerAddrs, IsLearner: true})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberAdd, &pb.MemberAddRequest{PeerURLs: peerAddrs, IsLearner: true})
 }
 
 func (cl *cluster) MemberRemove(ctx context.Context, id uint64) (*MemberRemoveResponse, error) {
-	r, err := cl.remote.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberRemove, &pb.MemberRemoveRequest{ID: id})
 }
 
 func (cl *cluster) MemberUpdate(ctx context.Context, id uint64, peerAddrs []string) (*MemberUpdateResponse, error) {
-	r, err := cl.remote.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerAddrs})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberUpdate, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerAddrs})
 }
 
 func (cl *cluster) MemberPromote(ctx context.Context, id uint64) (*MemberPromoteResponse, error) {
-	r, err := cl.remote.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
-	return r, toErr(ctx, err)
+	return call(ctx, cl.remote.MemberPromote, &pb.MemberPromoteRequest{ID: id})
 }

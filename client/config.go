@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/pkg/defaults"
 )
 
 // Defaults for zero Config fields.
@@ -108,12 +110,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
-	if cfg.BackoffWaitBetween <= 0 {
-		cfg.BackoffWaitBetween = DefaultBackoffWaitBetween
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = DefaultBackoffMax
-	}
+	cfg.BackoffWaitBetween = defaults.Positive(cfg.BackoffWaitBetween, DefaultBackoffWaitBetween)
+	cfg.BackoffMax = defaults.Positive(cfg.BackoffMax, DefaultBackoffMax)
 	if cfg.MaxCallSendMsgSize == 0 {
 		cfg.MaxCallSendMsgSize = DefaultMaxCallSendMsgSize
 	}

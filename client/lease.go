@@ -100,8 +100,7 @@ func (l *lessor) Grant(ctx context.Context, ttl int64) (*LeaseGrantResponse, err
 }
 
 func (l *lessor) Revoke(ctx context.Context, id LeaseID) (*LeaseRevokeResponse, error) {
-	r, err := l.remote.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: int64(id)})
-	return r, toErr(ctx, err)
+	return call(ctx, l.remote.LeaseRevoke, &pb.LeaseRevokeRequest{ID: int64(id)})
 }
 
 func (l *lessor) TimeToLive(ctx context.Context, id LeaseID, opts ...LeaseOption) (*LeaseTimeToLiveResponse, error) {

@@ -37,14 +37,12 @@ func newMaintenance(c *Client) *maintenance {
 }
 
 func (m *maintenance) AlarmList(ctx context.Context) (*AlarmResponse, error) {
-	r, err := m.remote.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
-	return r, toErr(ctx, err)
+	return call(ctx, m.remote.Alarm, &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
 }
 
 func (m *maintenance) AlarmDisarm(ctx context.Context, am *AlarmMember) (*AlarmResponse, error) {
 	req := &pb.AlarmRequest{Action: pb.AlarmRequest_DEACTIVATE, MemberID: am.MemberID, Alarm: am.Alarm}
-	r, err := m.remote.Alarm(ctx, req)
-	return r, toErr(ctx, err)
+	return call(ctx, m.remote.Alarm, req)
 }
 
 func (m *maintenance) Status(ctx context.Context, endpoint string) (*StatusResponse, error) {
@@ -69,8 +67,7 @@ func (m *maintenance) Defragment(ctx context.Context, endpoint string) (*Defragm
 }
 
 func (m *maintenance) MoveLeader(ctx context.Context, transfereeID uint64) (*MoveLeaderResponse, error) {
-	r, err := m.remote.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: transfereeID})
-	return r, toErr(ctx, err)
+	return call(ctx, m.remote.MoveLeader, &pb.MoveLeaderRequest{TargetID: transfereeID})
 }
 
 func (m *maintenance) Snapshot(ctx context.Context) (io.ReadCloser, error) {

@@ -209,6 +209,13 @@ func toErr(ctx context.Context, err error) error {
 	return err
 }
 
+// call makes one unary call of rpc with req and maps its error as toErr
+// does: what every API method that needs no more than that returns.
+func call[Req, Resp any](ctx context.Context, rpc func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	r, err := rpc(ctx, req)
+	return r, toErr(ctx, err)
+}
+
 // WithRequireLeader makes requests under ctx fail with rpctypes.ErrNoLeader
 // (and watches end) when the serving member has no leader, instead of
 // waiting on a partitioned member.

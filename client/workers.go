@@ -2,19 +2,17 @@ package client
 
 import (
 	"context"
-	"sync"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // workers runs the goroutines an API leaves behind its calls (a lease's
 // keep-alive, a watch): each one's context ends with its caller's or when
 // the API is closed, and closing waits until every one has returned.
 type workers struct {
-	ctx    context.Context // ends on close (or with the client)
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu     sync.Mutex
-	closed bool
+	ctx     context.Context // ends on close (or with the client)
+	cancel  context.CancelFunc
+	running wait.Group
 }
 
 func newWorkers(parent context.Context) *workers {
@@ -27,28 +25,14 @@ func newWorkers(parent context.Context) *workers {
 // ctx ends or the workers are closed. It reports false, running nothing,
 // once they are closed.
 func (ws *workers) start(ctx context.Context, f func(ctx context.Context)) bool {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.closed {
-		return false
-	}
-	ws.wg.Add(1)
-	go func() {
-		defer ws.wg.Done()
+	return ws.running.Go(func() {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(ws.ctx, cancel)
 		defer stop()
 		f(ctx)
-	}()
-	return true
+	})
 }
 
 // close ends every worker's context and waits for them to return.
-func (ws *workers) close() {
-	ws.mu.Lock()
-	ws.closed = true
-	ws.mu.Unlock()
-	ws.cancel()
-	ws.wg.Wait()
-}
+func (ws *workers) close() { ws.running.Close(ws.cancel) }

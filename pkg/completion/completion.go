@@ -57,16 +57,21 @@ func FlagsOf(fs *flag.FlagSet) []Flag {
 // Write writes the completion script of prog for shell ("bash", "zsh" or
 // "fish").
 func Write(w io.Writer, shell, prog string, root *Command) error {
-	t := newTables(root)
+	var script func(b *strings.Builder, prog string, t tables)
 	switch shell {
 	case "bash":
-		return writeBash(w, prog, t)
+		script = writeBash
 	case "zsh":
-		return writeZsh(w, prog, t)
+		script = writeZsh
 	case "fish":
-		return writeFish(w, prog, t)
+		script = writeFish
+	default:
+		return fmt.Errorf("unsupported shell %q (bash, zsh or fish)", shell)
 	}
-	return fmt.Errorf("unsupported shell %q (bash, zsh or fish)", shell)
+	var b strings.Builder
+	script(&b, prog, newTables(root))
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Shells are the shells Write supports.

@@ -2,7 +2,6 @@ package completion
 
 import (
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -25,12 +24,11 @@ func writeShTables(b *strings.Builder, fn string, t tables) {
 `, fn, valuePattern(t))
 }
 
-func writeBash(w io.Writer, prog string, t tables) error {
+func writeBash(b *strings.Builder, prog string, t tables) {
 	fn := "_" + ident(prog)
-	var b strings.Builder
-	fmt.Fprintf(&b, "# bash completion for %s; load with: source <(%s completion bash)\n", prog, prog)
-	writeShTables(&b, fn, t)
-	fmt.Fprintf(&b, `%[1]s() {
+	fmt.Fprintf(b, "# bash completion for %s; load with: source <(%s completion bash)\n", prog, prog)
+	writeShTables(b, fn, t)
+	fmt.Fprintf(b, `%[1]s() {
     local cur="${COMP_WORDS[COMP_CWORD]}" path="" i word next
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
@@ -57,16 +55,13 @@ func writeBash(w io.Writer, prog string, t tables) error {
 
 complete -o default -F %[1]s %[2]s
 `, fn, prog)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-func writeZsh(w io.Writer, prog string, t tables) error {
+func writeZsh(b *strings.Builder, prog string, t tables) {
 	fn := "_" + ident(prog)
-	var b strings.Builder
-	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s; put it in a directory of $fpath as _%s, or: source <(%s completion zsh)\n", prog, prog, prog, prog)
-	writeShTables(&b, fn, t)
-	fmt.Fprintf(&b, `%[1]s() {
+	fmt.Fprintf(b, "#compdef %s\n# zsh completion for %s; put it in a directory of $fpath as _%s, or: source <(%s completion zsh)\n", prog, prog, prog, prog)
+	writeShTables(b, fn, t)
+	fmt.Fprintf(b, `%[1]s() {
     local cur="${words[CURRENT]}" path="" i word
     local -a subs
     for ((i = 2; i < CURRENT; i++)); do
@@ -98,22 +93,19 @@ else
     compdef %[1]s %[2]s
 fi
 `, fn, prog)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-func writeFish(w io.Writer, prog string, t tables) error {
+func writeFish(b *strings.Builder, prog string, t tables) {
 	fn := "__" + ident(prog)
-	var b strings.Builder
-	fmt.Fprintf(&b, "# fish completion for %s; load with: %s completion fish | source\n", prog, prog)
-	fmt.Fprintf(&b, "function %s_subs\n    switch \"$argv[1]\"\n", fn)
+	fmt.Fprintf(b, "# fish completion for %s; load with: %s completion fish | source\n", prog, prog)
+	fmt.Fprintf(b, "function %s_subs\n    switch \"$argv[1]\"\n", fn)
 	for _, p := range t.paths {
 		if len(t.subs[p]) > 0 {
-			fmt.Fprintf(&b, "        case '%s'\n            echo %s\n", p, strings.Join(t.subs[p], " "))
+			fmt.Fprintf(b, "        case '%s'\n            echo %s\n", p, strings.Join(t.subs[p], " "))
 		}
 	}
-	fmt.Fprintf(&b, "    end\nend\n\n")
-	fmt.Fprintf(&b, `# %[1]s_path prints the command path of the words typed before the cursor.
+	fmt.Fprintf(b, "    end\nend\n\n")
+	fmt.Fprintf(b, `# %[1]s_path prints the command path of the words typed before the cursor.
 function %[1]s_path
     set -l words (commandline -opc)
     set -l path ''
@@ -148,7 +140,7 @@ complete -c %[3]s -f
 	for _, p := range t.paths {
 		cond := fmt.Sprintf("-n \"%s_at '%s'\"", fn, p)
 		if subs := t.subs[p]; len(subs) > 0 {
-			fmt.Fprintf(&b, "complete -c %s %s -a '%s'\n", prog, cond, strings.Join(subs, " "))
+			fmt.Fprintf(b, "complete -c %s %s -a '%s'\n", prog, cond, strings.Join(subs, " "))
 		}
 		for _, f := range t.flags[p] {
 			opt := "-l " + f.Name
@@ -158,11 +150,9 @@ complete -c %[3]s -f
 			if f.TakesValue {
 				opt += " -r -F"
 			}
-			fmt.Fprintf(&b, "complete -c %s %s %s\n", prog, cond, opt)
+			fmt.Fprintf(b, "complete -c %s %s %s\n", prog, cond, opt)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeCaseFunc writes a POSIX-style function that prints words(path) for

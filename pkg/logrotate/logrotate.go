@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // DefaultMaxSize is the size limit, in megabytes, when Config.MaxSize is 0.
@@ -232,10 +234,7 @@ func (w *Writer) requestMill() {
 		w.millDone.Add(1)
 		go w.millLoop(w.millReqs)
 	}
-	select {
-	case w.millReqs <- struct{}{}:
-	default:
-	}
+	wait.Wake(w.millReqs)
 }
 
 // millLoop runs until Close closes reqs; a pass requested just before

@@ -24,3 +24,13 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 
 // Until is Sleep up to the time t.
 func Until(ctx context.Context, t time.Time) bool { return Sleep(ctx, time.Until(t)) }
+
+// Wake tells the goroutine that receives from c, a channel with room for
+// one, that there is work, without waiting: a wake-up already pending
+// covers this one too.
+func Wake(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

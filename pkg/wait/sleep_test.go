@@ -30,3 +30,17 @@ func TestSleep(t *testing.T) {
 		t.Error("Until a past time with a live context = false, want true")
 	}
 }
+
+func TestWakeNeverBlocks(t *testing.T) {
+	c := make(chan struct{}, 1)
+	Wake(c)
+	Wake(c) // pending already: must not block
+	if len(c) != 1 {
+		t.Fatalf("%d wake-ups pending, want 1", len(c))
+	}
+	<-c
+	Wake(c)
+	if len(c) != 1 {
+		t.Fatal("no wake-up after the pending one was taken")
+	}
+}

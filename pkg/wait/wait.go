@@ -1,8 +1,11 @@
 // Package wait lets a goroutine wait for a result that another goroutine
 // produces later under a numeric ID, lets readers wait for an index to be
-// reached, and sleeps that a context cuts short. It owns no policy: the
-// member uses it to pair a proposal with its apply result and a read with
-// the applied index it needs; paced and backing-off loops sleep with it.
+// reached, sleeps that a context cuts short, wakes a goroutine without
+// blocking, and waits for a group of goroutines to end. It owns no policy:
+// the member uses it to pair a proposal with its apply result and a read
+// with the applied index it needs; paced and backing-off loops sleep with
+// it; background loops are woken with it; the client and the peer
+// transport wait for the goroutines they started when they close.
 package wait
 
 import "sync"

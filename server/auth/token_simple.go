@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/defaults"
 )
 
 const (
@@ -46,12 +48,8 @@ type simpleToken struct {
 }
 
 func newSimpleTokens(cfg TokenConfig) *simpleTokens {
-	ttl := cfg.SimpleTTL
-	if ttl <= 0 {
-		ttl = simpleTokenTTL
-	}
 	return &simpleTokens{
-		lg: cfg.Logger, clock: cfg.Clock, ttl: ttl, waitIndex: cfg.WaitIndex,
+		lg: cfg.Logger, clock: cfg.Clock, ttl: defaults.Positive(cfg.SimpleTTL, simpleTokenTTL), waitIndex: cfg.WaitIndex,
 		revision: func() uint64 { return 0 },
 		tokens:   make(map[string]*simpleToken),
 	}

@@ -64,10 +64,10 @@ var (
 	duration  = withDefault((*flag.FlagSet).DurationVar)
 
 	uint32Ref = throughValue(func(p *uint32) flag.Value { return uint32Flag{p} })
-	urls      = throughValue(func(p *[]url.URL) flag.Value { return urlsFlag{p} })
-	list      = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitList} })
-	set       = throughValue(func(p *[]string) flag.Value { return listFlag{p, splitSet} })
-	cors      = throughValue(func(p *[]string) flag.Value { return listFlag{p, corsOrigins} })
+	urls      = throughValue(func(p *[]url.URL) flag.Value { return listFlag[url.URL]{p, parseUniqueURLs, urlStrings} })
+	list      = throughValue(func(p *[]string) flag.Value { return listFlag[string]{p, splitList, sameStrings} })
+	set       = throughValue(func(p *[]string) flag.Value { return listFlag[string]{p, splitSet, sameStrings} })
+	cors      = throughValue(func(p *[]string) flag.Value { return listFlag[string]{p, corsOrigins, sameStrings} })
 	gates     = throughValue(func(p *map[string]bool) flag.Value { return featureGatesFlag{p} })
 )
 

@@ -129,34 +129,17 @@ func urlsMapString(m map[string][]url.URL) string {
 	return strings.Join(pairs, ",")
 }
 
-// urlsFlag is a flag.Value for a comma-separated URL list; a later
-// occurrence replaces the earlier one.
-type urlsFlag struct{ dst *[]url.URL }
-
-func (f urlsFlag) Set(s string) error {
-	us, err := parseUniqueURLs(s)
-	if err != nil {
-		return err
-	}
-	*f.dst = us
-	return nil
+// listFlag is a flag.Value for a comma-separated list; a later occurrence
+// replaces the earlier one. parse turns a value into the list kept
+// (parseUniqueURLs, splitList, splitSet, corsOrigins); strs gives the
+// items back as text.
+type listFlag[T any] struct {
+	dst   *[]T
+	parse func(s string) ([]T, error)
+	strs  func([]T) []string
 }
 
-func (f urlsFlag) String() string {
-	if f.dst == nil {
-		return ""
-	}
-	return strings.Join(urlStrings(*f.dst), ",")
-}
-
-// listFlag is a comma-separated list flag; parse turns a value into the
-// list kept (splitList, splitSet, corsOrigins).
-type listFlag struct {
-	dst   *[]string
-	parse func(s string) ([]string, error)
-}
-
-func (f listFlag) Set(s string) error {
+func (f listFlag[T]) Set(s string) error {
 	v, err := f.parse(s)
 	if err != nil {
 		return err
@@ -165,12 +148,15 @@ func (f listFlag) Set(s string) error {
 	return nil
 }
 
-func (f listFlag) String() string {
+func (f listFlag[T]) String() string {
 	if f.dst == nil {
 		return ""
 	}
-	return strings.Join(*f.dst, ",")
+	return strings.Join(f.strs(*f.dst), ",")
 }
+
+// sameStrings is the strs of a list of strings.
+func sameStrings(s []string) []string { return s }
 
 // splitList keeps the items in the given order.
 func splitList(s string) ([]string, error) { return strings.Split(s, ","), nil }

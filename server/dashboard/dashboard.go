@@ -30,6 +30,8 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/cairnkv/cairn/pkg/defaults"
 )
 
 // Path is the prefix the dashboard is served under.
@@ -84,9 +86,7 @@ func New(cfg Config) *Dashboard {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	if cfg.SampleInterval <= 0 {
-		cfg.SampleInterval = 2 * time.Second
-	}
+	cfg.SampleInterval = defaults.Positive(cfg.SampleInterval, 2*time.Second)
 	d := &Dashboard{
 		cfg:     cfg,
 		remotes: newRemotes(cfg.PeerTLS),

@@ -34,6 +34,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/pkg/defaults"
 	"github.com/cairnkv/cairn/pkg/wait"
 )
 
@@ -149,12 +150,8 @@ func newDiscoverer(lg *zap.Logger, cfg Config, id uint64) (*discoverer, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("discovery: no endpoints")
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 5 * time.Second
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = time.Second
-	}
+	cfg.RequestTimeout = defaults.Positive(cfg.RequestTimeout, 5*time.Second)
+	cfg.RetryBase = defaults.Positive(cfg.RetryBase, time.Second)
 	lg = lg.With(zap.String("discovery-token", cfg.Token), zap.String("discovery-endpoints", strings.Join(cfg.Endpoints, ",")))
 	tlsCfg, err := clientTLS(cfg)
 	if err != nil {

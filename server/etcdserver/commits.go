@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -79,10 +80,7 @@ func (c *backendCommits) commitInBackground() {
 
 // kickCommit asks run for a commit without waiting for it.
 func (c *backendCommits) kickCommit() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	wait.Wake(c.kick)
 }
 
 // startCommit cuts a commit under the apply lock and returns without

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/defaults"
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/wal"
 )
@@ -222,9 +223,7 @@ func (c *Config) withDefaults() (*Config, error) {
 	if cc.ElectionTicks == 0 {
 		cc.ElectionTicks = 10
 	}
-	if cc.WarningApplyDuration <= 0 {
-		cc.WarningApplyDuration = 100 * time.Millisecond
-	}
+	cc.WarningApplyDuration = defaults.Positive(cc.WarningApplyDuration, 100*time.Millisecond)
 	if cc.SnapshotCount == 0 {
 		cc.SnapshotCount = 10000
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/pkg/idutil"
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/metrics"
 )
@@ -76,10 +77,7 @@ func (b *readBarrier) wait(ctx context.Context) error {
 	b.mu.RLock()
 	round := b.next
 	b.mu.RUnlock()
-	select {
-	case b.wakec <- struct{}{}:
-	default:
-	}
+	wait.Wake(b.wakec)
 	// No case on stopc (every reader would contend on it): the read loop
 	// finishes the pending round with ErrStopped when it exits.
 	select {

@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -54,6 +55,14 @@ func (st *stores) rlock() bool {
 	return true
 }
 
+// readStores returns, and true, what f reads of the stores while they are held
+// against a snapshot install; the zero T and false once Stop has closed
+// them.
+func readStores[T any](st *stores, f func() T) (v T, ok bool) {
+	ok = st.withStores(func(backend.Backend) { v = f() })
+	return v, ok
+}
+
 // close closes the watch streams, the lessor, the mvcc store and the
 // backend; the caller holds mu for writing (or nobody else has the stores
 // yet).
@@ -74,23 +83,17 @@ func (st *stores) currentLessor() *lease.Lessor {
 // backend returns the current backend; a snapshot install may replace it
 // later (and close this one, which ends a defrag running on it).
 func (st *stores) backend() (backend.Backend, bool) {
-	if !st.rlock() {
-		return nil, false
-	}
-	defer st.mu.RUnlock()
-	return st.be, true
+	return readStores(st, func() backend.Backend { return st.be })
 }
 
 // storeStatus reads what Status reports of the stores, all under one lock.
 func (st *stores) storeStatus() (storeStatus, bool) {
-	if !st.rlock() {
-		return storeStatus{}, false
-	}
-	defer st.mu.RUnlock()
-	return storeStatus{
-		dbSize: st.be.Size(), dbSizeInUse: st.be.SizeInUse(), quotaBytes: st.applier.QuotaBytes(),
-		storageVersion: storageVersionOf(st.be), alarms: st.applier.Alarms(), appliedIndex: st.applied.Load(),
-	}, true
+	return readStores(st, func() storeStatus {
+		return storeStatus{
+			dbSize: st.be.Size(), dbSizeInUse: st.be.SizeInUse(), quotaBytes: st.applier.QuotaBytes(),
+			storageVersion: storageVersionOf(st.be), alarms: st.applier.Alarms(), appliedIndex: st.applied.Load(),
+		}
+	})
 }
 
 // withStores runs read on the backend while the stores are held against a
@@ -106,20 +109,14 @@ func (st *stores) withStores(read func(be backend.Backend)) bool {
 
 // currentRev is the store's revision.
 func (st *stores) currentRev() int64 {
-	if !st.rlock() {
-		return 0
-	}
-	defer st.mu.RUnlock()
-	return st.kv.Rev()
+	v, _ := readStores(st, func() int64 { return st.kv.Rev() })
+	return v
 }
 
 // alarms are the active alarms.
 func (st *stores) alarms() []*pb.AlarmMember {
-	if !st.rlock() {
-		return nil
-	}
-	defer st.mu.RUnlock()
-	return st.applier.Alarms()
+	v, _ := readStores(st, func() []*pb.AlarmMember { return st.applier.Alarms() })
+	return v
 }
 
 // hasAlarm reports whether an alarm of type t is active. Apply loop only:
@@ -135,11 +132,8 @@ func (st *stores) hasAlarm(t pb.AlarmType) bool {
 
 // quotaBytes is the backend quota the applier enforces.
 func (st *stores) quotaBytes() int64 {
-	if !st.rlock() {
-		return 0
-	}
-	defer st.mu.RUnlock()
-	return st.applier.QuotaBytes()
+	v, _ := readStores(st, func() int64 { return st.applier.QuotaBytes() })
+	return v
 }
 
 // quotaAvailable reports whether r still fits in the backend quota; ok is
@@ -164,26 +158,22 @@ func (st *stores) hashByRev(rev int64) (mvcc.KeyValueHash, int64, error) {
 
 // hashes are the hashes the mvcc store recorded at its compactions.
 func (st *stores) hashes() []mvcc.KeyValueHash {
-	if !st.rlock() {
-		return nil
-	}
-	defer st.mu.RUnlock()
-	return st.kv.Hashes()
+	v, _ := readStores(st, func() []mvcc.KeyValueHash { return st.kv.Hashes() })
+	return v
 }
 
 // members returns the members the backend knows.
 func (st *stores) members() []*membership.Member {
-	if !st.rlock() {
-		return nil
-	}
-	defer st.mu.RUnlock()
-	tx := st.be.ReadTx()
-	tx.RLock()
-	defer tx.RUnlock()
-	ms, err := membership.Load(tx)
-	if err != nil {
-		st.lg.Warn("cannot load members", zap.Error(err))
-	}
+	ms, _ := readStores(st, func() []*membership.Member {
+		tx := st.be.ReadTx()
+		tx.RLock()
+		defer tx.RUnlock()
+		ms, err := membership.Load(tx)
+		if err != nil {
+			st.lg.Warn("cannot load members", zap.Error(err))
+		}
+		return ms
+	})
 	return ms
 }
 
@@ -197,23 +187,17 @@ func (st *stores) memberPeerURLs(id uint64) []string {
 
 // IsIDRemoved reports whether id was removed from the cluster.
 func (st *stores) IsIDRemoved(id uint64) bool {
-	if !st.rlock() {
-		return false
-	}
-	defer st.mu.RUnlock()
-	tx := st.be.ReadTx()
-	tx.RLock()
-	defer tx.RUnlock()
-	removed, err := membership.LoadRemoved(tx)
-	if err != nil {
-		return false
-	}
-	for _, r := range removed {
-		if r == id {
-			return true
+	removed, _ := readStores(st, func() []uint64 {
+		tx := st.be.ReadTx()
+		tx.RLock()
+		defer tx.RUnlock()
+		removed, err := membership.LoadRemoved(tx)
+		if err != nil {
+			return nil
 		}
-	}
-	return false
+		return removed
+	})
+	return slices.Contains(removed, id)
 }
 
 // checkPassword holds the stores: a snapshot install must not close the

@@ -11,6 +11,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.uber.org/zap"
 
+	"github.com/cairnkv/cairn/pkg/defaults"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -170,15 +171,9 @@ func (le *Lessor) applyDefaults() {
 	if le.clock == nil {
 		le.clock = RealClock{}
 	}
-	if le.minTTL <= 0 {
-		le.minTTL = DefaultMinLeaseTTL
-	}
-	if le.checkpointInterval <= 0 {
-		le.checkpointInterval = DefaultCheckpointInterval
-	}
-	if le.retryInterval <= 0 {
-		le.retryInterval = DefaultExpiredLeasesRetryInterval
-	}
+	le.minTTL = defaults.Positive(le.minTTL, DefaultMinLeaseTTL)
+	le.checkpointInterval = defaults.Positive(le.checkpointInterval, DefaultCheckpointInterval)
+	le.retryInterval = defaults.Positive(le.retryInterval, DefaultExpiredLeasesRetryInterval)
 }
 
 // MinLeaseTTL is the minimum TTL in seconds.

@@ -148,14 +148,10 @@ func UnaryServerInterceptor(ctx context.Context, req any, info *grpc.UnaryServer
 		start = time.Now()
 	}
 	m.started.Inc()
-	m.received.Inc()
+	countMessage(m.received, ClientGRPCReceivedBytes, req, nil)
 	countClientRequest(ctx, "unary")
-	addPayload(ClientGRPCReceivedBytes, req)
 	resp, err := handler(ctx, req)
-	if err == nil {
-		m.sent.Inc()
-		addPayload(ClientGRPCSentBytes, resp)
-	}
+	countMessage(m.sent, ClientGRPCSentBytes, resp, err)
 	m.done(err, start)
 	return resp, err
 }
@@ -180,19 +176,19 @@ type countingStream struct {
 }
 
 func (s *countingStream) SendMsg(msg any) error {
-	err := s.ServerStream.SendMsg(msg)
-	if err == nil {
-		s.m.sent.Inc()
-		addPayload(ClientGRPCSentBytes, msg)
-	}
-	return err
+	return countMessage(s.m.sent, ClientGRPCSentBytes, msg, s.ServerStream.SendMsg(msg))
 }
 
 func (s *countingStream) RecvMsg(msg any) error {
-	err := s.ServerStream.RecvMsg(msg)
+	return countMessage(s.m.received, ClientGRPCReceivedBytes, msg, s.ServerStream.RecvMsg(msg))
+}
+
+// countMessage counts msg in n and its size in bytes unless err says it
+// did not go through, and returns err.
+func countMessage(n, bytes prometheus.Counter, msg any, err error) error {
 	if err == nil {
-		s.m.received.Inc()
-		addPayload(ClientGRPCReceivedBytes, msg)
+		n.Inc()
+		addPayload(bytes, msg)
 	}
 	return err
 }

@@ -178,6 +178,9 @@ func TestGRPCInterceptors(t *testing.T) {
 	if got := value(t, `grpc_server_msg_sent_total{grpc_method="Get",grpc_service="test.Svc",grpc_type="unary"}`); got != 3 {
 		t.Errorf("sent = %v, want 3", got)
 	}
+	if got := value(t, `grpc_server_msg_received_total{grpc_method="Get",grpc_service="test.Svc",grpc_type="unary"}`); got != 4 {
+		t.Errorf("received = %v, want 4", got)
+	}
 
 	ss := &fakeStream{recv: 2}
 	StreamServerInterceptor(nil, ss, &grpc.StreamServerInfo{FullMethod: stream, IsClientStream: true, IsServerStream: true},
@@ -189,6 +192,9 @@ func TestGRPCInterceptors(t *testing.T) {
 		})
 	if got := value(t, `grpc_server_msg_received_total{grpc_method="Follow",grpc_service="test.Svc",grpc_type="bidi_stream"}`); got != 2 {
 		t.Errorf("stream received = %v, want 2", got)
+	}
+	if got := value(t, `grpc_server_msg_sent_total{grpc_method="Follow",grpc_service="test.Svc",grpc_type="bidi_stream"}`); got != 2 {
+		t.Errorf("stream sent = %v, want 2", got)
 	}
 	if got := handled(stream, "Canceled"); got != 1 {
 		t.Errorf("stream handled Canceled = %v, want 1", got)

@@ -4,6 +4,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 // Every replicated write crosses the msgappv2 stream as a raftpb.Entry, once
@@ -48,12 +50,12 @@ func appendEntry(b []byte, e *raftpb.Entry) ([]byte, error) {
 
 func appendEntryFields(b []byte, e *raftpb.Entry) []byte {
 	if e.Type != nil {
-		b = appendVarintField(b, entryTypeField, uint64(*e.Type))
+		b = protofield.AppendVarint(b, entryTypeField, uint64(*e.Type))
 	}
 	b = appendOptVarint(b, entryTermField, e.Term)
 	b = appendOptVarint(b, entryIndexField, e.Index)
 	if e.Data != nil {
-		b = appendBytesField(b, entryDataField, e.Data)
+		b = protofield.AppendBytes(b, entryDataField, e.Data)
 	}
 	return b
 }
@@ -72,19 +74,11 @@ func sizeOptVarint(v *uint64) int {
 	return sizeVarintField(*v)
 }
 
-func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
-}
-
 func appendOptVarint(b []byte, num protowire.Number, v *uint64) []byte {
 	if v == nil {
 		return b
 	}
-	return appendVarintField(b, num, *v)
-}
-
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
-	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+	return protofield.AppendVarint(b, num, *v)
 }
 
 func appendEntryProto(b []byte, e *raftpb.Entry) ([]byte, error) {

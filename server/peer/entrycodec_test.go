@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 func sampleEntries() map[string]*raftpb.Entry {
@@ -50,8 +52,8 @@ func TestUnmarshalEntryMatchesProto(t *testing.T) {
 		"negative enum":      protowire.AppendVarint(protowire.AppendTag(nil, entryTypeField, protowire.VarintType), 1<<64-1),
 		"unknown field":      protowire.AppendVarint(protowire.AppendTag(nil, 12, protowire.VarintType), 1),
 		"term as bytes":      protowire.AppendBytes(protowire.AppendTag(nil, entryTermField, protowire.BytesType), []byte{1}),
-		"repeated term":      appendVarintField(appendVarintField(nil, entryTermField, 4), entryTermField, 5),
-		"repeated data":      appendBytesField(appendBytesField(nil, entryDataField, []byte("a")), entryDataField, []byte("bc")),
+		"repeated term":      protofield.AppendVarint(protofield.AppendVarint(nil, entryTermField, 4), entryTermField, 5),
+		"repeated data":      protofield.AppendBytes(protofield.AppendBytes(nil, entryDataField, []byte("a")), entryDataField, []byte("bc")),
 	}
 	for name, e := range sampleEntries() {
 		b, err := proto.Marshal(e)
@@ -81,7 +83,7 @@ func TestUnmarshalEntryRejectsWhatProtoRejects(t *testing.T) {
 
 // Appending to a decoded entry's Data must not overwrite the record.
 func TestUnmarshalEntryDataCapacity(t *testing.T) {
-	b := appendVarintField(appendBytesField(nil, entryDataField, []byte("ab")), entryTermField, 3)
+	b := protofield.AppendVarint(protofield.AppendBytes(nil, entryDataField, []byte("ab")), entryTermField, 3)
 	e, err := unmarshalEntry(b)
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 // receiveSnapshot saves the database that follows MsgSnap m and steps m;
 // on failure it has answered the request.
 func (t *Transport) receiveSnapshot(w http.ResponseWriter, r *http.Request, m *raftpb.Message, lg *zap.Logger) error {
-	body := countingReader{r.Body, metrics.PeerReceivedBytes.WithLabelValues(metrics.ID(m.GetFrom()))}
+	body := countingReader{r.Body, byteCounter{metrics.PeerReceivedBytes.WithLabelValues(metrics.ID(m.GetFrom()))}}
 	if err := t.saveSnapshotDB(body, m.GetSnapshot().GetMetadata().GetIndex()); err != nil {
 		lg.Warn("failed to save incoming database snapshot", zap.Error(err))
 		http.Error(w, fmt.Sprintf("failed to save KV snapshot (%v)", err), http.StatusInternalServerError)

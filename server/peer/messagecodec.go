@@ -4,6 +4,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 // The leader decodes every follower's MsgAppResp and forwarded MsgProp from
@@ -179,7 +181,7 @@ func appendMessage(b []byte, m *raftpb.Message) ([]byte, error) {
 	}
 	b = appendUint64BE(b, uint64(messageSize(m)))
 	if m.Type != nil {
-		b = appendVarintField(b, msgTypeField, uint64(*m.Type))
+		b = protofield.AppendVarint(b, msgTypeField, uint64(*m.Type))
 	}
 	b = appendOptVarint(b, msgToField, m.To)
 	b = appendOptVarint(b, msgFromField, m.From)
@@ -193,11 +195,11 @@ func appendMessage(b []byte, m *raftpb.Message) ([]byte, error) {
 	}
 	b = appendOptVarint(b, msgCommitField, m.Commit)
 	if m.Reject != nil {
-		b = appendVarintField(b, msgRejectField, protowire.EncodeBool(*m.Reject))
+		b = protofield.AppendVarint(b, msgRejectField, protowire.EncodeBool(*m.Reject))
 	}
 	b = appendOptVarint(b, msgRejectHintField, m.RejectHint)
 	if m.Context != nil {
-		b = appendBytesField(b, msgContextField, m.Context)
+		b = protofield.AppendBytes(b, msgContextField, m.Context)
 	}
 	b = appendOptVarint(b, msgVoteField, m.Vote)
 	return b, nil

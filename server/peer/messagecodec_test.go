@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 // What unmarshalMessage gives must always be what proto.Unmarshal gives;
@@ -55,24 +57,24 @@ func TestUnmarshalMessageMatchesProto(t *testing.T) {
 }
 
 func TestUnmarshalMessageOddInputs(t *testing.T) {
-	entryWithUnknown := appendVarintField(nil, 15, 1)
+	entryWithUnknown := protofield.AppendVarint(nil, 15, 1)
 	for name, b := range map[string][]byte{
-		"reject as 2":             appendVarintField(nil, msgRejectField, 2),
-		"unknown message type":    appendVarintField(nil, msgTypeField, 999),
-		"huge message type":       appendVarintField(nil, msgTypeField, 1<<40),
-		"unknown field":           appendVarintField(nil, 20, 1),
-		"entry with unknown":      appendBytesField(nil, msgEntriesField, entryWithUnknown),
-		"repeated from":           appendVarintField(appendVarintField(nil, msgFromField, 1), msgFromField, 2),
+		"reject as 2":             protofield.AppendVarint(nil, msgRejectField, 2),
+		"unknown message type":    protofield.AppendVarint(nil, msgTypeField, 999),
+		"huge message type":       protofield.AppendVarint(nil, msgTypeField, 1<<40),
+		"unknown field":           protofield.AppendVarint(nil, 20, 1),
+		"entry with unknown":      protofield.AppendBytes(nil, msgEntriesField, entryWithUnknown),
+		"repeated from":           protofield.AppendVarint(protofield.AppendVarint(nil, msgFromField, 1), msgFromField, 2),
 		"fixed64 field":           protowire.AppendFixed64(protowire.AppendTag(nil, msgTermField, protowire.Fixed64Type), 1),
 		"empty":                   {},
-		"empty context and entry": appendBytesField(appendBytesField(nil, msgContextField, []byte("")), msgEntriesField, []byte{}),
+		"empty context and entry": protofield.AppendBytes(protofield.AppendBytes(nil, msgContextField, []byte("")), msgEntriesField, []byte{}),
 	} {
 		t.Run(name, func(t *testing.T) { checkUnmarshalMessage(t, b) })
 	}
 	for name, b := range map[string][]byte{
 		"truncated varint": {byte(msgTermField<<3 | 0), 0x80},
 		"truncated bytes":  {byte(msgContextField<<3 | 2), 9, 'a'},
-		"truncated entry":  appendBytesField(nil, msgEntriesField, []byte("\x22\x05a")),
+		"truncated entry":  protofield.AppendBytes(nil, msgEntriesField, []byte("\x22\x05a")),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := unmarshalMessage(b); err == nil {

@@ -48,29 +48,30 @@ func (m *peerMetrics) forget() {
 	metrics.PeerActive.DeleteLabelValues(m.local, m.remote)
 }
 
-// countingWriter adds what passes through it to a byte counter.
+// byteCounter adds to a counter the bytes each Read or Write of the
+// reader or writer it is part of moves.
+type byteCounter struct{ c prometheus.Counter }
+
+func (bc byteCounter) count(n int, err error) (int, error) {
+	bc.c.Add(float64(n))
+	return n, err
+}
+
+// countingWriter is w, counting what is written.
 type countingWriter struct {
 	w io.Writer
-	c prometheus.Counter
+	byteCounter
 }
 
-func (cw countingWriter) Write(b []byte) (int, error) {
-	n, err := cw.w.Write(b)
-	cw.c.Add(float64(n))
-	return n, err
-}
+func (cw countingWriter) Write(b []byte) (int, error) { return cw.count(cw.w.Write(b)) }
 
-// countingReader adds what passes through it to a byte counter.
+// countingReader is r, counting what is read.
 type countingReader struct {
 	r io.Reader
-	c prometheus.Counter
+	byteCounter
 }
 
-func (cr countingReader) Read(b []byte) (int, error) {
-	n, err := cr.r.Read(b)
-	cr.c.Add(float64(n))
-	return n, err
-}
+func (cr countingReader) Read(b []byte) (int, error) { return cr.count(cr.r.Read(b)) }
 
 // probe measures the round trip to the peer's /raft/probing endpoint every
 // probeInterval until the peer stops. A failed probe records nothing: the

@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // Queue sizes (etcd's): a full queue drops rather than blocks.
@@ -41,11 +43,9 @@ type peer struct {
 	recvc chan *raftpb.Message // from both stream readers
 	propc chan *raftpb.Message // MsgProp, kept apart so proposals cannot crowd out raft traffic
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	mu     sync.Mutex // guards stopped and wg.Add
-	closed bool
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	running wait.Group // every goroutine of the peer
 }
 
 func newPeer(t *Transport, id uint64, urls []string) (*peer, error) {
@@ -84,27 +84,11 @@ func (p *peer) start() {
 
 // goSafe runs f on a goroutine the peer waits for on stop; it reports
 // false if the peer is already stopping.
-func (p *peer) goSafe(f func()) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		f()
-	}()
-	return true
-}
+func (p *peer) goSafe(f func()) bool { return p.running.Go(f) }
 
 // stop ends every goroutine of the peer and every stream it serves.
 func (p *peer) stop() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.cancel()
-	p.wg.Wait()
+	p.running.Close(p.cancel)
 	p.m.forget()
 }
 

@@ -135,6 +135,6 @@ func (p *peer) uploadSnapshot(u url.URL, m *raftpb.Message) error {
 	if size >= 0 {
 		total = int64(len(head)) + size
 	}
-	body := countingReader{io.MultiReader(bytes.NewReader(head), db), p.m.sentBytes}
+	body := countingReader{io.MultiReader(bytes.NewReader(head), db), byteCounter{p.m.sentBytes}}
 	return p.post(u, snapshotPath, "application/octet-stream", body, total, p.t.clients.snapshot)
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.etcd.io/raft/v3"
+
+	"github.com/cairnkv/cairn/pkg/wait"
 )
 
 // reporter calls Raft's ReportUnreachable and ReportSnapshot from its own
@@ -47,10 +49,7 @@ func (r *reporter) reportSnapshot(id uint64, status raft.SnapshotStatus) {
 }
 
 func (r *reporter) wake() {
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
+	wait.Wake(r.notify)
 }
 
 func (r *reporter) run() {

@@ -186,7 +186,7 @@ func (st *streamWriterState) write(m *raftpb.Message, flush bool) error {
 func (w *streamWriter) open(st *streamWriterState, c *outgoingConn) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	*st = streamWriterState{conn: c, enc: w.typ.encoder(countingWriter{c, w.p.m.sentBytes}), msgc: w.msgc}
+	*st = streamWriterState{conn: c, enc: w.typ.encoder(countingWriter{c, byteCounter{w.p.m.sentBytes}}), msgc: w.msgc}
 	w.up = true
 	w.opened++
 	w.p.status.activate()
@@ -302,7 +302,7 @@ const streamReadBufferBytes = 16 << 10
 // readAll decodes messages until the stream ends. A full receive queue
 // drops the message, as raft will resend.
 func (r *streamReader) readAll(body io.Reader) error {
-	in := bufio.NewReaderSize(countingReader{body, r.p.m.receivedBytes}, streamReadBufferBytes)
+	in := bufio.NewReaderSize(countingReader{body, byteCounter{r.p.m.receivedBytes}}, streamReadBufferBytes)
 	dec := r.typ.decoder(in, r.p.t.cfg.ID, r.p.id)
 	for {
 		m, err := dec.decode()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/defaults"
 	"github.com/cairnkv/cairn/server/metrics"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -94,15 +95,9 @@ func New(cfg Config) *Transport {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = DefaultDialTimeout
-	}
-	if cfg.ConnReadTimeout <= 0 {
-		cfg.ConnReadTimeout = DefaultConnTimeout
-	}
-	if cfg.ConnWriteTimeout <= 0 {
-		cfg.ConnWriteTimeout = DefaultConnTimeout
-	}
+	cfg.DialTimeout = defaults.Positive(cfg.DialTimeout, DefaultDialTimeout)
+	cfg.ConnReadTimeout = defaults.Positive(cfg.ConnReadTimeout, DefaultConnTimeout)
+	cfg.ConnWriteTimeout = defaults.Positive(cfg.ConnWriteTimeout, DefaultConnTimeout)
 	if cfg.ServerVersion == "" {
 		cfg.ServerVersion = DefaultServerVersion
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/metrics"
 )
 
@@ -291,10 +292,7 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 }
 
 func (n *Node) notify() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
+	wait.Wake(n.wake)
 }
 
 // stepInbox steps every message received from peers, in arrival order.

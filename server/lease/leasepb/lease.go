@@ -11,6 +11,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 // ErrMalformed wraps every decoding error.
@@ -18,9 +20,9 @@ var ErrMalformed = errors.New("leasepb: malformed message")
 
 // Field numbers of etcd's leasepb.Lease.
 const (
-	fieldID           = 1
-	fieldTTL          = 2
-	fieldRemainingTTL = 3
+	fieldID           protowire.Number = 1
+	fieldTTL          protowire.Number = 2
+	fieldRemainingTTL protowire.Number = 3
 )
 
 // Lease is one persisted lease: its ID, its granted TTL in seconds and the
@@ -33,14 +35,14 @@ type Lease struct {
 
 // Size is the length of the encoding of l.
 func (l *Lease) Size() int {
-	return fieldSize(l.ID) + fieldSize(l.TTL) + fieldSize(l.RemainingTTL)
+	return fieldSize(fieldID, l.ID) + fieldSize(fieldTTL, l.TTL) + fieldSize(fieldRemainingTTL, l.RemainingTTL)
 }
 
-func fieldSize(v int64) int {
+func fieldSize(num protowire.Number, v int64) int {
 	if v == 0 {
 		return 0
 	}
-	return 1 + protowire.SizeVarint(uint64(v))
+	return protofield.SizeVarint(num, uint64(v))
 }
 
 // Marshal returns the encoding of l.
@@ -55,48 +57,21 @@ func appendField(b []byte, num protowire.Number, v int64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(v))
+	return protofield.AppendVarint(b, num, uint64(v))
+}
+
+var fields = []protofield.Field[Lease]{
+	protofield.Varint(fieldID, func(l *Lease, v uint64) { l.ID = int64(v) }),
+	protofield.Varint(fieldTTL, func(l *Lease, v uint64) { l.TTL = int64(v) }),
+	protofield.Varint(fieldRemainingTTL, func(l *Lease, v uint64) { l.RemainingTTL = int64(v) }),
 }
 
 // Unmarshal decodes b into l, replacing its contents. Unknown fields are
 // skipped, as protobuf decoders do.
 func (l *Lease) Unmarshal(b []byte) error {
 	*l = Lease{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", ErrMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		dst := l.field(num)
-		if dst != nil && typ != protowire.VarintType {
-			return fmt.Errorf("%w: field %d has wire type %d", ErrMalformed, num, typ)
-		}
-		if dst != nil {
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			*dst = int64(v)
-		} else {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %v", ErrMalformed, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-	}
-	return nil
-}
-
-// field returns where field num is stored, nil for an unknown field.
-func (l *Lease) field(num protowire.Number) *int64 {
-	switch num {
-	case fieldID:
-		return &l.ID
-	case fieldTTL:
-		return &l.TTL
-	case fieldRemainingTTL:
-		return &l.RemainingTTL
+	if err := protofield.Unmarshal(b, l, fields); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return nil
 }

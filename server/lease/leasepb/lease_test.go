@@ -7,6 +7,10 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/cairnkv/cairn/pkg/protofield/protofieldtest"
 )
 
 // The expected bytes are what a proto3 encoder (gogo's generated Marshal in
@@ -86,6 +90,28 @@ func TestMatchesProtoEncoder(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := Lease{ID: v.id, TTL: v.ttl}
+		if got := l.Marshal(); !bytes.Equal(got, want) {
+			t.Errorf("%+v: Marshal = % x, protobuf runtime = % x", l, got, want)
+		}
+	}
+}
+
+// TestMatchesLeaseProto cross-checks all three fields against the protobuf
+// runtime, with etcd's lease.proto (proto3) as message type.
+func TestMatchesLeaseProto(t *testing.T) {
+	int64Field := func(name string, num int32) protofieldtest.Field {
+		return protofieldtest.Field{Name: name, Num: num, Type: descriptorpb.FieldDescriptorProto_TYPE_INT64}
+	}
+	mt, err := protofieldtest.MessageType("proto3", int64Field("ID", 1), int64Field("TTL", 2), int64Field("RemainingTTL", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Lease{{}, {RemainingTTL: 4}, {ID: -9, TTL: 1 << 40, RemainingTTL: -1}} {
+		want, err := protofieldtest.Marshal(mt, map[protoreflect.FieldNumber]protoreflect.Value{
+			1: protoreflect.ValueOfInt64(l.ID), 2: protoreflect.ValueOfInt64(l.TTL), 3: protoreflect.ValueOfInt64(l.RemainingTTL)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := l.Marshal(); !bytes.Equal(got, want) {
 			t.Errorf("%+v: Marshal = % x, protobuf runtime = % x", l, got, want)
 		}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 var errMalformed = errors.New("snappb: malformed message")
@@ -18,43 +20,32 @@ type Snapshot struct {
 	Data []byte
 }
 
+// Field numbers of etcd's snappb.Snapshot.
+const (
+	crcField  protowire.Number = 1
+	dataField protowire.Number = 2
+)
+
 // Marshal returns the encoding of s.
 func (s *Snapshot) Marshal() []byte {
-	b := make([]byte, 0, 1+protowire.SizeVarint(uint64(s.Crc))+1+protowire.SizeBytes(len(s.Data)))
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(s.Crc))
+	b := make([]byte, 0, protofield.SizeVarint(crcField, uint64(s.Crc))+protofield.SizeBytes(dataField, len(s.Data)))
+	b = protofield.AppendVarint(b, crcField, uint64(s.Crc))
 	if s.Data != nil {
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, s.Data)
+		b = protofield.AppendBytes(b, dataField, s.Data)
 	}
 	return b
+}
+
+var fields = []protofield.Field[Snapshot]{
+	protofield.Varint(crcField, func(s *Snapshot, v uint64) { s.Crc = uint32(v) }),
+	protofield.Bytes(dataField, func(s *Snapshot, v []byte) { s.Data = v }),
 }
 
 // Unmarshal decodes b into s, replacing its contents. s.Data aliases b.
 func (s *Snapshot) Unmarshal(b []byte) error {
 	*s = Snapshot{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", errMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			var v uint64
-			v, n = protowire.ConsumeVarint(b)
-			s.Crc = uint32(v)
-		case num == 2 && typ == protowire.BytesType:
-			s.Data, n = protowire.ConsumeBytes(b)
-		case num == 1 || num == 2:
-			return fmt.Errorf("%w: field %d has wire type %d", errMalformed, num, typ)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %v", errMalformed, num, protowire.ParseError(n))
-		}
-		b = b[n:]
+	if err := protofield.Unmarshal(b, s, fields); err != nil {
+		return fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnkv/cairn/pkg/protofield"
 )
 
 // errMalformed wraps every decoding failure of a message.
@@ -28,24 +30,28 @@ type Record struct {
 	Data []byte
 }
 
+// Field numbers of etcd's walpb.Record.
+const (
+	recordTypeField protowire.Number = 1
+	recordCrcField  protowire.Number = 2
+	recordDataField protowire.Number = 3
+)
+
 // Size returns the encoded length of r.
 func (r *Record) Size() int {
-	n := 1 + protowire.SizeVarint(uint64(r.Type)) + 1 + protowire.SizeVarint(uint64(r.Crc))
+	n := protofield.SizeVarint(recordTypeField, uint64(r.Type)) + protofield.SizeVarint(recordCrcField, uint64(r.Crc))
 	if r.Data != nil {
-		n += 1 + protowire.SizeBytes(len(r.Data))
+		n += protofield.SizeBytes(recordDataField, len(r.Data))
 	}
 	return n
 }
 
 // AppendMarshal appends the encoding of r to b.
 func (r *Record) AppendMarshal(b []byte) []byte {
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(r.Type))
-	b = protowire.AppendTag(b, 2, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(r.Crc))
+	b = protofield.AppendVarint(b, recordTypeField, uint64(r.Type))
+	b = protofield.AppendVarint(b, recordCrcField, uint64(r.Crc))
 	if r.Data != nil {
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendBytes(b, r.Data)
+		b = protofield.AppendBytes(b, recordDataField, r.Data)
 	}
 	return b
 }
@@ -53,28 +59,16 @@ func (r *Record) AppendMarshal(b []byte) []byte {
 // Marshal returns the encoding of r.
 func (r *Record) Marshal() []byte { return r.AppendMarshal(make([]byte, 0, r.Size())) }
 
+var recordFields = []protofield.Field[Record]{
+	protofield.Varint(recordTypeField, func(r *Record, v uint64) { r.Type = int64(v) }),
+	protofield.Varint(recordCrcField, func(r *Record, v uint64) { r.Crc = uint32(v) }),
+	protofield.Bytes(recordDataField, func(r *Record, v []byte) { r.Data = v }),
+}
+
 // Unmarshal decodes b into r, replacing its contents. r.Data aliases b.
 func (r *Record) Unmarshal(b []byte) error {
 	*r = Record{}
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			r.Type = int64(v)
-			return n, nil
-		case num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			r.Crc = uint32(v)
-			return n, nil
-		case num == 3 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n >= 0 {
-				r.Data = v[:len(v):len(v)]
-			}
-			return n, nil
-		}
-		return skipField(num, typ, b)
-	})
+	return malformed(protofield.Unmarshal(b, r, recordFields))
 }
 
 // Snapshot marks in the WAL that a raft snapshot at Index/Term was taken;
@@ -87,76 +81,47 @@ type Snapshot struct {
 	ConfState *raftpb.ConfState
 }
 
+// Field numbers of etcd's walpb.Snapshot.
+const (
+	snapIndexField     protowire.Number = 1
+	snapTermField      protowire.Number = 2
+	snapConfStateField protowire.Number = 3
+)
+
 // Marshal returns the encoding of s.
 func (s *Snapshot) Marshal() ([]byte, error) {
 	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.VarintType)
-	b = protowire.AppendVarint(b, s.Index)
-	b = protowire.AppendTag(b, 2, protowire.VarintType)
-	b = protowire.AppendVarint(b, s.Term)
+	b = protofield.AppendVarint(b, snapIndexField, s.Index)
+	b = protofield.AppendVarint(b, snapTermField, s.Term)
 	if s.ConfState != nil {
 		cs, err := proto.Marshal(s.ConfState)
 		if err != nil {
 			return nil, err
 		}
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendBytes(b, cs)
+		b = protofield.AppendBytes(b, snapConfStateField, cs)
 	}
 	return b, nil
+}
+
+var snapshotFields = []protofield.Field[Snapshot]{
+	protofield.Varint(snapIndexField, func(s *Snapshot, v uint64) { s.Index = v }),
+	protofield.Varint(snapTermField, func(s *Snapshot, v uint64) { s.Term = v }),
+	protofield.Message(snapConfStateField, func(s *Snapshot, v []byte) error {
+		s.ConfState = &raftpb.ConfState{}
+		return proto.Unmarshal(v, s.ConfState)
+	}),
 }
 
 // Unmarshal decodes b into s, replacing its contents.
 func (s *Snapshot) Unmarshal(b []byte) error {
 	*s = Snapshot{}
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			s.Index = v
-			return n, nil
-		case num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			s.Term = v
-			return n, nil
-		case num == 3 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return n, nil
-			}
-			s.ConfState = &raftpb.ConfState{}
-			return n, proto.Unmarshal(v, s.ConfState)
-		}
-		return skipField(num, typ, b)
-	})
+	return malformed(protofield.Unmarshal(b, s, snapshotFields))
 }
 
-// eachField walks the fields of an encoded message. decode consumes the
-// value of one field from the front of its argument and returns the number
-// of bytes used, or a negative protowire error code.
-func eachField(b []byte, decode func(protowire.Number, protowire.Type, []byte) (int, error)) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", errMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		m, err := decode(num, typ, b)
-		if err != nil {
-			return fmt.Errorf("%w: field %d: %v", errMalformed, num, err)
-		}
-		if m < 0 {
-			return fmt.Errorf("%w: field %d: %v", errMalformed, num, protowire.ParseError(m))
-		}
-		b = b[m:]
+// malformed marks a decoding error as this package's.
+func malformed(err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	return nil
-}
-
-// skipField consumes a field this package does not know, as protobuf
-// decoders must, but rejects a known field number sent with the wrong type.
-func skipField(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
-	if num >= 1 && num <= 3 {
-		return 0, fmt.Errorf("unexpected wire type %d", typ)
-	}
-	return protowire.ConsumeFieldValue(num, typ, b), nil
 }

@@ -6,6 +6,10 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/cairnkv/cairn/pkg/protofield/protofieldtest"
 )
 
 func TestRecordEncoding(t *testing.T) {
@@ -102,5 +106,61 @@ func TestUnmarshalSkipsUnknownFields(t *testing.T) {
 	}
 	if r.Type != 2 || r.Crc != 3 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestMatchesProtoEncoder cross-checks both messages against the protobuf
+// runtime, with etcd's walpb.proto as message types: proto2, and the
+// fields etcd always writes (gogoproto nullable=false) set even when zero.
+func TestMatchesProtoEncoder(t *testing.T) {
+	recordType := messageType(t, protofieldtest.Field{Name: "type", Num: 1, Type: descriptorpb.FieldDescriptorProto_TYPE_INT64},
+		protofieldtest.Field{Name: "crc", Num: 2, Type: descriptorpb.FieldDescriptorProto_TYPE_UINT32},
+		protofieldtest.Field{Name: "data", Num: 3, Type: descriptorpb.FieldDescriptorProto_TYPE_BYTES})
+	for _, r := range []Record{{}, {Type: -1, Crc: 1 << 31}, {Type: 2, Crc: 7, Data: []byte{}}, {Type: 1, Data: bytes.Repeat([]byte("x"), 200)}} {
+		set := map[protoreflect.FieldNumber]protoreflect.Value{1: protoreflect.ValueOfInt64(r.Type), 2: protoreflect.ValueOfUint32(r.Crc)}
+		if r.Data != nil {
+			set[3] = protoreflect.ValueOfBytes(r.Data)
+		}
+		checkSameBytes(t, r.Marshal(), recordType, set)
+	}
+
+	snapType := messageType(t, protofieldtest.Field{Name: "index", Num: 1, Type: descriptorpb.FieldDescriptorProto_TYPE_UINT64},
+		protofieldtest.Field{Name: "term", Num: 2, Type: descriptorpb.FieldDescriptorProto_TYPE_UINT64},
+		protofieldtest.Field{Name: "conf_state", Num: 3, Type: descriptorpb.FieldDescriptorProto_TYPE_BYTES})
+	cs := &raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}
+	for _, s := range []Snapshot{{}, {Index: 1 << 40, Term: 3, ConfState: cs}, {ConfState: &raftpb.ConfState{}}} {
+		set := map[protoreflect.FieldNumber]protoreflect.Value{1: protoreflect.ValueOfUint64(s.Index), 2: protoreflect.ValueOfUint64(s.Term)}
+		if s.ConfState != nil {
+			csBytes, err := proto.Marshal(s.ConfState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set[3] = protoreflect.ValueOfBytes(csBytes)
+		}
+		got, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSameBytes(t, got, snapType, set)
+	}
+}
+
+func messageType(t *testing.T, fields ...protofieldtest.Field) protoreflect.MessageType {
+	t.Helper()
+	mt, err := protofieldtest.MessageType("proto2", fields...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mt
+}
+
+func checkSameBytes(t *testing.T, got []byte, mt protoreflect.MessageType, set map[protoreflect.FieldNumber]protoreflect.Value) {
+	t.Helper()
+	want, err := protofieldtest.Marshal(mt, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("Marshal = % x, protobuf runtime = % x", got, want)
 	}
 }
