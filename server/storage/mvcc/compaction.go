@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/pkg/failpoint"
+	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/errs"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
@@ -98,10 +99,7 @@ func (c *compactor) enqueue(job compactionJob) <-chan struct{} {
 	c.mu.Lock()
 	c.queue = append(c.queue, job)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	wait.Wake(c.wake)
 	return job.done
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnkv/cairn/pkg/wait"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -85,12 +86,7 @@ func (h *watchHub) stop() {
 	h.done.Wait()
 }
 
-func (h *watchHub) wake() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
+func (h *watchHub) wake() { wait.Wake(h.kick) }
 
 // WatchBacklog reports the watchers behind the notified revision (catching
 // up or holding an undelivered response) and the events those responses
@@ -179,10 +175,7 @@ func (h *watchHub) notify(rev int64, changes []*mvccpb.KeyValue, publish func())
 	// Queued before it is published: every revision a reader can see is
 	// either dispatched or in the queue.
 	publish()
-	select {
-	case h.queued <- struct{}{}:
-	default:
-	}
+	wait.Wake(h.queued)
 }
 
 // makeVictim keeps resp for a watcher in no group. The caller holds mu.
