@@ -68,7 +68,7 @@ func sortedDump(t *testing.T, b Backend) []string {
 // hold all of them, those not committed at the swap in its batch.
 func TestDefragKeepsWritesMadeWhileItRuns(t *testing.T) {
 	b, path := NewTmpBackend(t)
-	fillKeys(b, 25000, 50) // three copy batches
+	fillKeys(b, 25000, 50) // several copy batches
 	m := modelOf(t, b)
 	be := b.(*backend)
 	copied := 0
@@ -94,8 +94,8 @@ func TestDefragKeepsWritesMadeWhileItRuns(t *testing.T) {
 	if err := b.Defrag(); err != nil {
 		t.Fatal(err)
 	}
-	if copied != 3 {
-		t.Fatalf("copy hook ran %d times, want 3", copied)
+	if copied < 3 {
+		t.Fatalf("copy hook ran %d times, want at least 3", copied)
 	}
 	if got, want := sortedDump(t, b), m.listing(); !slices.Equal(got, want) {
 		t.Fatalf("after defrag: %d pairs, want %d\n%v", len(got), len(want), diff(got, want))
