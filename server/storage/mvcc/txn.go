@@ -179,12 +179,10 @@ func (t *writeTxn) Changes() []*mvccpb.KeyValue { return t.changes }
 
 func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 	rev := t.beginRev + 1
-	created, ver := rev, int64(1)
-	// Asking at rev sees earlier changes of this transaction too.
-	if _, c, v, err := t.s.index.Get(key, rev); err == nil {
-		created, ver = c.Main, v+1
-	}
 	idxRev := Revision{Main: rev, Sub: int64(len(t.changes))}
+	// One index lookup records the change and tells the key's generation
+	// as it is with it (earlier changes of this transaction included).
+	created, ver := t.s.index.Put(key, idxRev)
 	kv := &mvccpb.KeyValue{
 		Key:            key,
 		Value:          value,
@@ -193,9 +191,9 @@ func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 		Version:        ver,
 		Lease:          lease,
 	}
-	t.tx.UnsafeSeqPut(backend.BucketKey, RevToBytes(idxRev), mustMarshal(kv))
+	revKey, stored := encodeRevision(idxRev, kv)
+	t.tx.UnsafeSeqPut(backend.BucketKey, revKey, stored)
 	metrics.TotalPutSize.Add(float64(len(key) + len(value)))
-	t.s.index.Put(key, idxRev)
 	t.changes = append(t.changes, kv)
 	return rev
 }
