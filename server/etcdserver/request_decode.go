@@ -48,16 +48,22 @@ const (
 // to the caller's buffer; each is capped at its own length.
 func decodeCommonRequest(data []byte) (r *pb.InternalRaftRequest, ok bool) {
 	data = bytes.Clone(data)
-	r = &pb.InternalRaftRequest{}
+	// Every proposal has a header: one allocation holds both.
+	mem := &struct {
+		r pb.InternalRaftRequest
+		h pb.RequestHeader
+	}{}
+	r = &mem.r
 	ok = eachField(data, func(f wireField) bool {
 		var decoded bool
 		switch {
 		case f.is(internalRequestIDField, protowire.VarintType):
 			r.ID, decoded = f.varint, true
 		case f.is(internalRequestHeaderField, protowire.BytesType) && r.Header == nil:
-			r.Header, decoded = decodeRequestHeader(f.bytes)
+			r.Header, decoded = &mem.h, decodeRequestHeader(f.bytes, &mem.h)
 		case f.is(internalPutField, protowire.BytesType) && r.Put == nil:
-			r.Put, decoded = decodePut(f.bytes)
+			r.Put = &pb.PutRequest{}
+			decoded = decodePut(f.bytes, r.Put)
 		case f.is(internalTxnField, protowire.BytesType) && r.Txn == nil:
 			r.Txn, decoded = decodeTxnOfPuts(f.bytes)
 		case f.is(internalLeaseGrantField, protowire.BytesType) && r.LeaseGrant == nil:
@@ -135,9 +141,8 @@ func nextField(b []byte) (f wireField, n int) {
 	return f, -1
 }
 
-func decodeRequestHeader(b []byte) (*pb.RequestHeader, bool) {
-	h := &pb.RequestHeader{}
-	ok := eachField(b, func(f wireField) bool {
+func decodeRequestHeader(b []byte, h *pb.RequestHeader) bool {
+	return eachField(b, func(f wireField) bool {
 		switch {
 		case f.is(requestHeaderIDField, protowire.VarintType):
 			h.ID = f.varint
@@ -150,12 +155,10 @@ func decodeRequestHeader(b []byte) (*pb.RequestHeader, bool) {
 		}
 		return true
 	})
-	return h, ok
 }
 
-func decodePut(b []byte) (*pb.PutRequest, bool) {
-	p := &pb.PutRequest{}
-	ok := eachField(b, func(f wireField) bool {
+func decodePut(b []byte, p *pb.PutRequest) bool {
+	return eachField(b, func(f wireField) bool {
 		switch {
 		case f.is(putKeyField, protowire.BytesType):
 			p.Key = f.bytesValue()
@@ -174,38 +177,66 @@ func decodePut(b []byte) (*pb.PutRequest, bool) {
 		}
 		return true
 	})
-	return p, ok
+}
+
+// putOp is the memory of one put operation of a Txn; a Txn's are
+// allocated together.
+type putOp struct {
+	op  pb.RequestOp
+	req pb.RequestOp_RequestPut
+	put pb.PutRequest
 }
 
 // decodeTxnOfPuts decodes a transaction without compares whose operations
 // are all puts.
 func decodeTxnOfPuts(b []byte) (*pb.TxnRequest, bool) {
-	t := &pb.TxnRequest{}
-	ok := eachField(b, func(f wireField) bool {
-		var ops *[]*pb.RequestOp
+	var success, failure int
+	counted := eachField(b, func(f wireField) bool {
 		switch {
 		case f.is(txnSuccessField, protowire.BytesType):
-			ops = &t.Success
+			success++
 		case f.is(txnFailureField, protowire.BytesType):
-			ops = &t.Failure
+			failure++
 		default:
 			return false
 		}
-		op, ok := decodePutOp(f.bytes)
-		*ops = append(*ops, op)
-		return ok
+		return true
+	})
+	if !counted {
+		return nil, false
+	}
+	t := &pb.TxnRequest{}
+	if success > 0 {
+		t.Success = make([]*pb.RequestOp, 0, success)
+	}
+	if failure > 0 {
+		t.Failure = make([]*pb.RequestOp, 0, failure)
+	}
+	mem := make([]putOp, success+failure)
+	ok := eachField(b, func(f wireField) bool {
+		m := &mem[len(t.Success)+len(t.Failure)]
+		if !decodePutOp(f.bytes, m) {
+			return false
+		}
+		if f.num == txnSuccessField {
+			t.Success = append(t.Success, &m.op)
+		} else {
+			t.Failure = append(t.Failure, &m.op)
+		}
+		return true
 	})
 	return t, ok
 }
 
-// decodePutOp decodes a RequestOp that holds exactly one put.
-func decodePutOp(b []byte) (*pb.RequestOp, bool) {
+// decodePutOp decodes a RequestOp that holds exactly one put into m.
+func decodePutOp(b []byte, m *putOp) bool {
 	f, n := nextField(b)
 	if n != len(b) || !f.is(requestOpPutField, protowire.BytesType) {
-		return nil, false
+		return false
 	}
-	put, ok := decodePut(f.bytes)
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: put}}, ok
+	m.req.RequestPut = &m.put
+	m.op.Request = &m.req
+	return decodePut(f.bytes, &m.put)
 }
 
 func decodeLeaseGrant(b []byte) (*pb.LeaseGrantRequest, bool) {

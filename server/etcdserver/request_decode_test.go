@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-func putOp(p *pb.PutRequest) *pb.RequestOp {
+func txnPut(p *pb.PutRequest) *pb.RequestOp {
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: p}}
 }
 
@@ -23,8 +23,8 @@ func commonRequests() map[string]*pb.InternalRaftRequest {
 		"put all fields": {Header: hdr, Put: &pb.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte{0}, 300), Lease: -5, PrevKv: true, IgnoreValue: true, IgnoreLease: true}},
 		"empty put":      {Header: &pb.RequestHeader{}, Put: &pb.PutRequest{}},
 		"txn of puts": {Header: hdr, Txn: &pb.TxnRequest{
-			Success: []*pb.RequestOp{putOp(&pb.PutRequest{Key: []byte("a"), Value: []byte("1")}), putOp(&pb.PutRequest{Key: []byte("b"), Lease: 3})},
-			Failure: []*pb.RequestOp{putOp(&pb.PutRequest{Key: []byte("c")})},
+			Success: []*pb.RequestOp{txnPut(&pb.PutRequest{Key: []byte("a"), Value: []byte("1")}), txnPut(&pb.PutRequest{Key: []byte("b"), Lease: 3})},
+			Failure: []*pb.RequestOp{txnPut(&pb.PutRequest{Key: []byte("c")})},
 		}},
 		"empty txn":    {Header: hdr, Txn: &pb.TxnRequest{}},
 		"lease grant":  {Header: hdr, LeaseGrant: &pb.LeaseGrantRequest{TTL: 60, ID: 0x7fffffffffffffff}},
@@ -138,5 +138,37 @@ func checkSameAsProto(t *testing.T, data []byte, got *pb.InternalRaftRequest) {
 	wantBytes, err2 := opts.Marshal(want)
 	if err1 != nil || err2 != nil || !bytes.Equal(gotBytes, wantBytes) {
 		t.Fatalf("re-encoded %x (%v), proto's %x (%v)", gotBytes, err1, wantBytes, err2)
+	}
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	value := bytes.Repeat([]byte("v"), 256)
+	put := func(k string) *pb.PutRequest { return &pb.PutRequest{Key: []byte(k), Value: value} }
+	requests := map[string]*pb.InternalRaftRequest{
+		"put": {Header: &pb.RequestHeader{ID: 1 << 50}, Put: put("key-000001")},
+		"txn4": {Header: &pb.RequestHeader{ID: 1 << 50}, Txn: &pb.TxnRequest{Success: []*pb.RequestOp{
+			txnPut(put("key-000001")), txnPut(put("key-000002")), txnPut(put("key-000003")), txnPut(put("key-000004"))}}},
+	}
+	for name, r := range requests {
+		data, err := proto.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/hand", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := decodeCommonRequest(data); !ok {
+					b.Fatal("not decoded")
+				}
+			}
+		})
+		b.Run(name+"/proto", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := proto.Unmarshal(data, &pb.InternalRaftRequest{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
