@@ -51,7 +51,9 @@ func (s *Store) Write() TxnWrite {
 	s.revMu.RLock()
 	first, rev := s.compactMainRev, s.currentRev
 	s.revMu.RUnlock()
-	return &writeTxn{s: s, tx: tx, firstRev: first, beginRev: rev}
+	t := &writeTxn{s: s, tx: tx, firstRev: first, beginRev: rev}
+	t.changes = t.first[:0]
+	return t
 }
 
 // Range reads in its own read transaction.
@@ -156,6 +158,9 @@ type writeTxn struct {
 	firstRev int64
 	beginRev int64
 	changes  []*mvccpb.KeyValue
+	// first backs changes until a second change: most write transactions
+	// are a single put, which then needs no slice of its own.
+	first [1]*mvccpb.KeyValue
 }
 
 func (t *writeTxn) FirstRev() int64 { return max(t.firstRev, 0) }
