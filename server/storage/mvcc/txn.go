@@ -3,13 +3,13 @@ package mvcc
 import (
 	"context"
 	"fmt"
-	"github.com/cairnkv/cairn/server/metrics"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
