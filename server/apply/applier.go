@@ -107,7 +107,9 @@ func New(cfg Config) (*Applier, error) {
 // applied on one member must be applied alike on all, whoever stopped
 // waiting for it.
 func (a *Applier) Apply(ctx context.Context, r *pb.InternalRaftRequest) *Result {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil { // a context that cannot be cancelled needs no wrapper
+		ctx = context.WithoutCancel(ctx)
+	}
 	if res, ok := a.applyAuthRequest(ctx, r); ok {
 		return res
 	}

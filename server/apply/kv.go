@@ -23,7 +23,9 @@ func (a *Applier) put(ctx context.Context, p *pb.PutRequest) (*pb.PutResponse, e
 	if err != nil {
 		return nil, err
 	}
-	return writePut(tw, p, prev), nil
+	resp := newPutResponse()
+	writePut(tw, p, prev, resp)
+	return resp, nil
 }
 
 // checkLease fails with errs.ErrLeaseNotFound when a lease is named but
@@ -60,9 +62,24 @@ func previousKV(ctx context.Context, rv mvcc.ReadView, p *pb.PutRequest) (*mvccp
 	return rr.KVs[0], nil
 }
 
-// writePut writes p in tw. prev must be the key's current KV when p has
-// ignore_value, ignore_lease or prev_kv set (previousKV guarantees it).
-func writePut(tw mvcc.WriteView, p *pb.PutRequest, prev *mvccpb.KeyValue) *pb.PutResponse {
+// putAnswer holds a put's response and its header, which every put
+// allocates, in one allocation.
+type putAnswer struct {
+	resp pb.PutResponse
+	hdr  pb.ResponseHeader
+}
+
+// newPutResponse returns an empty PutResponse with an empty header.
+func newPutResponse() *pb.PutResponse {
+	m := &putAnswer{}
+	m.resp.Header = &m.hdr
+	return &m.resp
+}
+
+// writePut writes p in tw and fills resp, whose header must be set. prev
+// must be the key's current KV when p has ignore_value, ignore_lease or
+// prev_kv set (previousKV guarantees it).
+func writePut(tw mvcc.WriteView, p *pb.PutRequest, prev *mvccpb.KeyValue, resp *pb.PutResponse) {
 	value, lease := p.Value, p.Lease
 	if p.IgnoreValue {
 		value = prev.Value
@@ -70,12 +87,10 @@ func writePut(tw mvcc.WriteView, p *pb.PutRequest, prev *mvccpb.KeyValue) *pb.Pu
 	if p.IgnoreLease {
 		lease = prev.Lease
 	}
-	resp := &pb.PutResponse{Header: &pb.ResponseHeader{}}
 	if p.PrevKv {
 		resp.PrevKv = prev
 	}
 	resp.Header.Revision = tw.Put(p.Key, value, lease)
-	return resp
 }
 
 // deleteRange applies a DeleteRange on its own write transaction.

@@ -210,6 +210,14 @@ func execute(ctx context.Context, tv txnView, b *branch, resp *pb.TxnResponse) e
 	return nil
 }
 
+// putOpAnswer is the memory of a put op's response: one allocation
+// instead of four per op.
+type putOpAnswer struct {
+	op   pb.ResponseOp
+	wrap pb.ResponseOp_ResponsePut
+	put  putAnswer
+}
+
 // executeOp runs one op. Responses inside a Txn carry the revision their op
 // saw or wrote; a nested Txn's own header stays empty, as in etcd.
 func executeOp(ctx context.Context, tv txnView, op *pb.RequestOp, nested *branch) (*pb.ResponseOp, error) {
@@ -225,7 +233,12 @@ func executeOp(ctx context.Context, tv txnView, op *pb.RequestOp, nested *branch
 		if err != nil {
 			return nil, fmt.Errorf("txn put: %w", err)
 		}
-		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: writePut(tv, req, prev)}}, nil
+		m := &putOpAnswer{}
+		m.put.resp.Header = &m.put.hdr
+		m.wrap.ResponsePut = &m.put.resp
+		m.op.Response = &m.wrap
+		writePut(tv, req, prev, &m.put.resp)
+		return &m.op, nil
 	case *pb.DeleteRangeRequest:
 		resp, err := executeDelete(ctx, tv, tv, req)
 		if err != nil {

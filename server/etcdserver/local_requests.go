@@ -46,12 +46,16 @@ func (l *localRequests) take(id uint64) *pb.InternalRaftRequest {
 }
 
 // decode returns the request an entry encodes: this member's own
-// proposal as it was proposed (no decoding), else the decoded entry.
+// proposal as it was proposed (no decoding), else the decoded entry
+// (by hand for the common requests, else by proto).
 func (l *localRequests) decode(data []byte) (*pb.InternalRaftRequest, error) {
 	if id, ok := requestIDOf(data); ok && id != 0 {
 		if r := l.take(id); r != nil {
 			return r, nil
 		}
+	}
+	if r, ok := decodeCommonRequest(data); ok {
+		return r, nil
 	}
 	r := &pb.InternalRaftRequest{}
 	if err := proto.Unmarshal(data, r); err != nil {

@@ -113,7 +113,7 @@ func (p *proposer) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *a
 	if err := p.stamp.stampAuth(ctx, r); err != nil {
 		return nil, err
 	}
-	data, err := proto.Marshal(r)
+	data, err := marshalRequest(r)
 	if err != nil {
 		return nil, err
 	}

@@ -133,9 +133,11 @@ func (ti *treeIndex) Range(key, end []byte, atRev int64) (keys [][]byte, revs []
 	return keys, revs
 }
 
-// Put records a change of key at rev. The key is copied when it is new to the
-// index, so callers may reuse their buffers.
-func (ti *treeIndex) Put(key []byte, rev Revision) {
+// Put records a change of key at rev and returns the main revision that
+// created the key's current generation and the key's version, both
+// counting this change. The key is copied when it is new to the index, so
+// callers may reuse their buffers.
+func (ti *treeIndex) Put(key []byte, rev Revision) (created, ver int64) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	ki, ok := ti.find(key)
@@ -144,6 +146,7 @@ func (ti *treeIndex) Put(key []byte, rev Revision) {
 		ti.tree.ReplaceOrInsert(ki)
 	}
 	ki.put(rev)
+	return ki.cur.created, ki.cur.ver
 }
 
 // Tombstone records the deletion of key at rev; errRevisionNotFound if the

@@ -239,3 +239,38 @@ func TestKeyIndexFitsSixtyFourBytes(t *testing.T) {
 		t.Errorf("keyIndex is %d bytes, want at most 64", size)
 	}
 }
+
+// The tree index's Put answers the creation revision and version the key has
+// with the change, as a Get at the change's revision then does.
+func TestTreeIndexPutReportsGeneration(t *testing.T) {
+	ti := newTreeIndex()
+	steps := []struct {
+		rev          Revision
+		tombstone    bool
+		created, ver int64
+	}{
+		{rev: Revision{Main: 2}, created: 2, ver: 1},
+		{rev: Revision{Main: 3}, created: 2, ver: 2},
+		{rev: Revision{Main: 3, Sub: 1}, created: 2, ver: 3},
+		{rev: Revision{Main: 4}, tombstone: true},
+		{rev: Revision{Main: 5, Sub: 2}, created: 5, ver: 1},
+		{rev: Revision{Main: 6}, created: 5, ver: 2},
+	}
+	key := []byte("k")
+	for _, s := range steps {
+		if s.tombstone {
+			if err := ti.Tombstone(key, s.rev); err != nil {
+				t.Fatalf("tombstone at %v: %v", s.rev, err)
+			}
+			continue
+		}
+		created, ver := ti.Put(key, s.rev)
+		if created != s.created || ver != s.ver {
+			t.Fatalf("put at %v: created %d version %d, want %d %d", s.rev, created, ver, s.created, s.ver)
+		}
+		_, c, v, err := ti.Get(key, s.rev.Main)
+		if err != nil || c.Main != created || v != ver {
+			t.Fatalf("get at %v: created %d version %d (%v), put said %d %d", s.rev, c.Main, v, err, created, ver)
+		}
+	}
+}

@@ -3,13 +3,13 @@ package mvcc
 import (
 	"context"
 	"fmt"
-	"github.com/cairnkv/cairn/server/metrics"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnkv/cairn/server/errs"
+	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -51,7 +51,9 @@ func (s *Store) Write() TxnWrite {
 	s.revMu.RLock()
 	first, rev := s.compactMainRev, s.currentRev
 	s.revMu.RUnlock()
-	return &writeTxn{s: s, tx: tx, firstRev: first, beginRev: rev}
+	t := &writeTxn{s: s, tx: tx, firstRev: first, beginRev: rev}
+	t.changes = t.first[:0]
+	return t
 }
 
 // Range reads in its own read transaction.
@@ -156,6 +158,9 @@ type writeTxn struct {
 	firstRev int64
 	beginRev int64
 	changes  []*mvccpb.KeyValue
+	// first backs changes until a second change: most write transactions
+	// are a single put, which then needs no slice of its own.
+	first [1]*mvccpb.KeyValue
 }
 
 func (t *writeTxn) FirstRev() int64 { return max(t.firstRev, 0) }
@@ -179,12 +184,10 @@ func (t *writeTxn) Changes() []*mvccpb.KeyValue { return t.changes }
 
 func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 	rev := t.beginRev + 1
-	created, ver := rev, int64(1)
-	// Asking at rev sees earlier changes of this transaction too.
-	if _, c, v, err := t.s.index.Get(key, rev); err == nil {
-		created, ver = c.Main, v+1
-	}
 	idxRev := Revision{Main: rev, Sub: int64(len(t.changes))}
+	// One index lookup records the change and tells the key's generation
+	// as it is with it (earlier changes of this transaction included).
+	created, ver := t.s.index.Put(key, idxRev)
 	kv := &mvccpb.KeyValue{
 		Key:            key,
 		Value:          value,
@@ -193,9 +196,9 @@ func (t *writeTxn) Put(key, value []byte, lease int64) int64 {
 		Version:        ver,
 		Lease:          lease,
 	}
-	t.tx.UnsafeSeqPut(backend.BucketKey, RevToBytes(idxRev), mustMarshal(kv))
+	revKey, stored := encodeRevision(idxRev, kv)
+	t.tx.UnsafeSeqPut(backend.BucketKey, revKey, stored)
 	metrics.TotalPutSize.Add(float64(len(key) + len(value)))
-	t.s.index.Put(key, idxRev)
 	t.changes = append(t.changes, kv)
 	return rev
 }
