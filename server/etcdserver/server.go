@@ -20,7 +20,6 @@ import (
 	"github.com/cairnkv/cairn/server/peer"
 	"github.com/cairnkv/cairn/server/raftnode"
 	"github.com/cairnkv/cairn/server/storage/backend"
-	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
 
 // maxApplyBacklog is how far the applied index may trail the committed index
@@ -93,8 +92,10 @@ func New(cfg *Config) (*Server, error) {
 	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{})}
 	s.stores = &stores{applied: &s.appliedIndex, lg: s.lg}
 	s.commits = &backendCommits{stores: s.stores, kick: make(chan struct{}, 1), interval: c.BackendBatchInterval, stop: s.stopc}
+	early := prefetchKV(c, s.commits.saveConsistentIndex)
 	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
+		early.discard()
 		return nil, err
 	}
 	// openStores may finish installing a snapshot, through the storage.
@@ -108,7 +109,7 @@ func New(cfg *Config) (*Server, error) {
 		timing: versionTiming{monitor: c.versionMonitorInterval(), downgradeCheck: c.DowngradeCheckTime, request: c.requestTimeout()}}
 	s.leases = newLeaseService(c, s.view(), s.gate, s.reqIDs, s.stopc) // before the stores: it opens the lessor
 	s.memberAdmin = newMembershipAdmin(c, b.id, s.view(), s.reqIDs)
-	if err := s.openStores(b); err != nil {
+	if err := s.openStores(b, early); err != nil {
 		b.storage.Close()
 		return nil, err
 	}
@@ -157,8 +158,8 @@ func New(cfg *Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) openStores(b *bootstrapped) error {
-	if err := s.openBackendStores(); err != nil {
+func (s *Server) openStores(b *bootstrapped, early *kvFuture) error {
+	if err := s.finishStores(early.wait()); err != nil {
 		return err
 	}
 	// Before anything writes to the backend, bootstrap defrag included.
@@ -186,24 +187,26 @@ func (s *Server) openStores(b *bootstrapped) error {
 // openBackendStores opens the backend, mvcc and applier on the db file and
 // reads the consistent index it holds.
 func (s *Server) openBackendStores() error {
-	be, err := openBackend(s.cfg, s.commits.saveConsistentIndex)
-	if err != nil {
-		return err
+	return s.finishStores(openKV(s.cfg, s.commits.saveConsistentIndex))
+}
+
+// finishStores opens auth, the lessor and the applier on an opened backend
+// and mvcc store, and makes them the member's stores.
+func (s *Server) finishStores(opened openedKV) error {
+	if opened.err != nil {
+		return opened.err
 	}
+	be, kv := opened.be, opened.kv
 	tx := be.ReadTx()
 	tx.RLock()
 	ci, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaConsistentIndex)
 	term, _ := backend.ReadUint64(tx, backend.BucketMeta, backend.MetaTerm)
 	tx.RUnlock()
 	if err := s.openAuth(be); err != nil {
+		kv.Close()
 		be.Close()
 		return err
 	}
-	kv := mvcc.New(s.lg, be, mvcc.StoreConfig{
-		CompactionBatchLimit:    s.cfg.CompactionBatchLimit,
-		CompactionSleepInterval: s.cfg.CompactionSleepInterval,
-		IndexCheckpoint:         s.cfg.indexCheckpointPath(),
-	})
 	lessor, err := s.leases.openLessor(be, kv)
 	if err != nil {
 		kv.Close()
