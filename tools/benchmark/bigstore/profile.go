@@ -38,17 +38,20 @@ func (p *profiler) pprofArgs() []string {
 	return []string{"--enable-pprof"}
 }
 
-// capture starts fetching a CPU profile and an execution trace, each
-// p.seconds long, of the member at clientURL, into files named
-// <label>.cpu.pprof and <label>.trace. The returned wait blocks until
-// both are written; a failed fetch is logged, not fatal: a profile is
+// capture starts fetching a CPU profile, an execution trace and an
+// allocation profile, each p.seconds long, of the member at clientURL,
+// into files named <label>.cpu.pprof, <label>.trace and
+// <label>.allocs.pprof. The returned wait blocks until all are written; a failed fetch is logged, not fatal: a profile is
 // a reading aid, never a figure of the report.
 func (p *profiler) capture(ctx context.Context, clientURL, label string, logf func(string, ...any)) (wait func()) {
 	if p == nil {
 		return func() {}
 	}
 	var wg sync.WaitGroup
-	for _, kind := range []struct{ path, ext string }{{"profile", "cpu.pprof"}, {"trace", "trace"}} {
+	// allocs?seconds=N is the allocations made during the window (a delta):
+	// a probe's tail during maintenance is often the collector's doing,
+	// and this says which code made it run.
+	for _, kind := range []struct{ path, ext string }{{"profile", "cpu.pprof"}, {"trace", "trace"}, {"allocs", "allocs.pprof"}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
