@@ -2,11 +2,15 @@ package backend
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // openWithIndexHook opens a backend at path whose PreCommit stores *index
@@ -207,5 +211,57 @@ func TestCommitsAndDefragInterleave(t *testing.T) {
 	}
 	if got := len(viaReadTx(b2, BucketKey, "key", "kez", 0)); got != 20000 {
 		t.Fatalf("%d of 20000 keys after reopening", got)
+	}
+}
+
+// TestDeleteAtMatchesBucketDelete deletes through one shared cursor, as a
+// commit does, keys present, missing (between, before and after the others)
+// and a nested bucket's, and checks what is left and the errors.
+func TestDeleteAtMatchesBucketDelete(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 2000; i += 2 { // enough keys for several pages
+			if err := b.Put(fmt.Appendf(nil, "k%05d", i), make([]byte, 100)); err != nil {
+				return err
+			}
+		}
+		if _, err := b.CreateBucket([]byte("nested")); err != nil {
+			return err
+		}
+		c := b.Cursor()
+		for _, tc := range []struct {
+			key     string
+			wantErr error
+		}{
+			{"a", nil}, {"k00000", nil}, {"k00001", nil}, {"k00998", nil},
+			{"k01000", nil}, {"k01998", nil}, {"k01998", nil}, {"zzz", nil}, // k01998 twice: the second finds nothing
+			{"nested", bolterrors.ErrIncompatibleValue},
+		} {
+			if err := deleteAt(c, []byte(tc.key)); !errors.Is(err, tc.wantErr) {
+				t.Errorf("deleteAt(%q) = %v, want %v", tc.key, err, tc.wantErr)
+			}
+		}
+		for _, gone := range []string{"k00000", "k00998", "k01000", "k01998"} {
+			if b.Get([]byte(gone)) != nil {
+				t.Errorf("%s is still there", gone)
+			}
+		}
+		n := 0
+		b.ForEach(func(k, v []byte) error { n++; return nil })
+		if n != 1000-4+1 {
+			t.Errorf("%d keys left, want %d", n, 1000-4+1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -82,12 +82,21 @@ func (rt *readTx) committedCursor(bucket []byte) *bolt.Cursor {
 	return b.Cursor()
 }
 
+// maxPresizedRange bounds what UnsafeRange allocates ahead for a limit: a
+// client's large limit over a few keys must not cost a large allocation.
+const maxPresizedRange = 256
+
 func (rt *readTx) UnsafeRange(bucket, key, endKey []byte, limit int64) (keys, vals [][]byte) {
 	if len(endKey) == 0 {
 		return rt.get(bucket, key)
 	}
 	if limit <= 0 {
 		limit = math.MaxInt64
+	} else {
+		// A bounded range usually fills its limit (compaction and catch-up
+		// read in chunks): size for it once instead of growing from zero.
+		keys = make([][]byte, 0, min(limit, maxPresizedRange))
+		vals = make([][]byte, 0, min(limit, maxPresizedRange))
 	}
 	collect := func(k, v []byte) bool {
 		keys = append(keys, k)
