@@ -1,7 +1,6 @@
 package mvcc
 
 import (
-	"bytes"
 	"runtime"
 	"sync"
 	"time"
@@ -230,7 +229,7 @@ func (s *Store) pauseCompaction(quit <-chan struct{}) bool {
 // lock: revisions up to rev are never written again, so the view holds
 // them exactly as the batch would. Writers wait only while the round's
 // tombstones are recorded.
-func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, h *kvHasher, from, end []byte) (deleted int, next []byte, finished bool) {
+func (s *Store) compactRound(rev int64, keep *revisionSet, h *kvHasher, from, end []byte) (deleted int, next []byte, finished bool) {
 	limit := s.cfg.CompactionBatchLimit
 	doomed, seen, last := s.readRound(keep, h, from, end, limit)
 	tx := s.b.BatchTx()
@@ -251,18 +250,25 @@ func (s *Store) compactRound(rev int64, keep map[Revision]struct{}, h *kvHasher,
 // valuesPerReadLock per hold of the read view's lock (a commit waits for
 // that lock), hashes each, and returns copies of the keys the index does
 // not keep, how many entries it saw and the last one's revision.
-func (s *Store) readRound(keep map[Revision]struct{}, h *kvHasher, from, end []byte, limit int) (doomed [][]byte, seen int, last Revision) {
+func (s *Store) readRound(keep *revisionSet, h *kvHasher, from, end []byte, limit int) (doomed [][]byte, seen int, last Revision) {
 	rt := s.b.ReadTx()
+	doomed = make([][]byte, 0, limit)
 	for seen < limit {
 		chunk := min(valuesPerReadLock, limit-seen)
 		rt.RLock()
 		keys, vals := rt.UnsafeRange(backend.BucketKey, from, end, int64(chunk))
+		// Hash and copy before RUnlock: keys and values are bbolt's page
+		// memory, and the batch keeps deleted keys by reference. The
+		// copies of a chunk share one allocation.
+		var copies []byte
 		for i, k := range keys {
-			// Hash and copy before RUnlock: keys and values are bbolt's
-			// page memory, and the batch keeps deleted keys by reference.
 			h.write(k, vals[i])
-			if _, ok := keep[BytesToRev(k)]; !ok {
-				doomed = append(doomed, bytes.Clone(k))
+			if !keep.has(BytesToRev(k)) {
+				if copies == nil { // room for every key, tombstones' marker byte included
+					copies = make([]byte, 0, (len(k)+1)*len(keys))
+				}
+				copies = append(copies, k...)
+				doomed = append(doomed, copies[len(copies)-len(k):len(copies):len(copies)])
 			}
 		}
 		if len(keys) > 0 {

@@ -69,12 +69,12 @@ type kvHasher struct {
 	crc        hash.Hash32
 	compactRev int64
 	rev        int64
-	keep       map[Revision]struct{}
+	keep       *revisionSet
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func newKVHasher(compactRev, rev int64, keep map[Revision]struct{}) *kvHasher {
+func newKVHasher(compactRev, rev int64, keep *revisionSet) *kvHasher {
 	h := &kvHasher{crc: crc32.New(castagnoli), compactRev: compactRev, rev: rev, keep: keep}
 	h.crc.Write(backend.BucketKey)
 	return h
@@ -96,10 +96,8 @@ func (h *kvHasher) selects(k []byte) bool {
 	}
 	// At or below the compaction only kept revisions count, unless nothing
 	// is kept at all, in which case etcd hashes whatever is still there.
-	if kr.Main <= h.compactRev && len(h.keep) > 0 {
-		if _, ok := h.keep[kr]; !ok {
-			return false
-		}
+	if kr.Main <= h.compactRev && h.keep.len() > 0 && !h.keep.has(kr) {
+		return false
 	}
 	// etcd <= 3.5.15 removed a tombstone at exactly the compacted revision and
 	// newer versions keep it; skipping it makes both hash alike.

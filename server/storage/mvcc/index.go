@@ -174,10 +174,10 @@ const compactKeysPerLock = 64
 // (the mutex lets the running goroutine barge in until a waiter has starved
 // for a millisecond), and on two cores a busy loop also keeps requests
 // from running until the scheduler preempts it.
-func (ti *treeIndex) Compact(rev int64) map[Revision]struct{} {
-	keep := make(map[Revision]struct{})
+func (ti *treeIndex) Compact(rev int64) *revisionSet {
 	ti.mu.Lock() // Clone changes the tree's copy-on-write context
 	clone := ti.tree.Clone()
+	keep := newRevisionSet(ti.tree.Len()) // about one kept revision per key
 	ti.mu.Unlock()
 
 	chunk := make([]*keyIndex, 0, compactKeysPerLock)
@@ -205,20 +205,20 @@ func (ti *treeIndex) Compact(rev int64) map[Revision]struct{} {
 		return true
 	})
 	flush()
-	return keep
+	return keep.seal()
 }
 
 // Keep returns the revisions at or before rev that a compaction at rev would
 // keep, leaving out a tombstone exactly at rev (see keyIndex.keep).
-func (ti *treeIndex) Keep(rev int64) map[Revision]struct{} {
-	keep := make(map[Revision]struct{})
+func (ti *treeIndex) Keep(rev int64) *revisionSet {
 	ti.mu.RLock()
-	defer ti.mu.RUnlock()
+	keep := newRevisionSet(ti.tree.Len())
 	ti.tree.Ascend(func(ki *keyIndex) bool {
 		ki.keep(rev, keep)
 		return true
 	})
-	return keep
+	ti.mu.RUnlock()
+	return keep.seal() // sorted outside the lock
 }
 
 // Since returns, per key in [key, end), the revisions with Main >= rev; for

@@ -113,8 +113,8 @@ func BenchmarkIndexCompact(b *testing.B) {
 		b.StopTimer()
 		ti, _ := buildBenchIndex(2)
 		b.StartTimer()
-		if keep := ti.Compact(benchIndexKeys + 1); len(keep) != benchIndexKeys {
-			b.Fatalf("kept %d revisions at the compaction point", len(keep))
+		if keep := ti.Compact(benchIndexKeys + 1); keep.len() != benchIndexKeys {
+			b.Fatalf("kept %d revisions at the compaction point", keep.len())
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestTreeIndexCompactCoversEveryChunk(t *testing.T) {
 		return ti
 	}
 	const atRev = 2*keys + keys/3 + 40 // inside the third round: some keys re-created, some not yet
-	want := map[Revision]struct{}{}
+	want := &revisionSet{}
 	wantLive := 0
 	ref := build()
 	ref.tree.Ascend(func(ki *keyIndex) bool {
@@ -48,7 +48,7 @@ func TestTreeIndexCompactCoversEveryChunk(t *testing.T) {
 	ti := build()
 	got := ti.Compact(atRev)
 	if !slices.Equal(sortedRevs(got), sortedRevs(want)) {
-		t.Errorf("keep set: %d revisions, want %d (first differences matter)", len(got), len(want))
+		t.Errorf("keep set: %d revisions, want %d (first differences matter)", got.len(), want.len())
 	}
 	if ti.Len() != wantLive {
 		t.Errorf("%d keys left in the index, want %d", ti.Len(), wantLive)

@@ -203,10 +203,10 @@ func (ki *keyIndex) visitCompactionPoints(first int, atRev int64, f func(g *gene
 // adds the revisions it keeps at or before atRev to keep. A tombstone exactly
 // at atRev is kept (as etcd > 3.5.15 does) so that watchers resuming from
 // atRev still see the deletion.
-func (ki *keyIndex) compact(atRev int64, keep map[Revision]struct{}) {
+func (ki *keyIndex) compact(atRev int64, keep *revisionSet) {
 	first := ki.firstKeptGeneration(atRev)
 	ki.visitCompactionPoints(first, atRev, func(g *generation, _, n int) {
-		keep[g.revs[n]] = struct{}{}
+		keep.add(g.revs[n])
 		g.revs = g.revs[n:]
 	})
 	ki.dropGenerations(first)
@@ -227,7 +227,7 @@ func (ki *keyIndex) dropGenerations(n int) {
 // keep adds to available the revisions a compaction at atRev would keep, but
 // without a tombstone exactly at atRev: older etcd versions deleted it and
 // HashKV must agree across versions.
-func (ki *keyIndex) keep(atRev int64, available map[Revision]struct{}) {
+func (ki *keyIndex) keep(atRev int64, available *revisionSet) {
 	if ki.isEmpty() {
 		return
 	}
@@ -236,7 +236,7 @@ func (ki *keyIndex) keep(atRev int64, available map[Revision]struct{}) {
 		if gi != newest && n == len(g.revs)-1 {
 			return // the generation's tombstone, at exactly atRev
 		}
-		available[g.revs[n]] = struct{}{}
+		available.add(g.revs[n])
 	})
 }
 

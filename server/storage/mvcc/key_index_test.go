@@ -89,13 +89,13 @@ func TestKeyIndexCompactAndKeep(t *testing.T) {
 		{14, [][]Revision{revs(14)}, revs(14), revs(14)},
 	}
 	for _, tt := range tests {
-		keep := map[Revision]struct{}{}
+		keep := &revisionSet{}
 		exampleKeyIndex().keep(tt.atRev, keep)
 		if got := sortedRevs(keep); !reflect.DeepEqual(got, tt.wantKeep) {
 			t.Errorf("keep(%d) = %v, want %v", tt.atRev, got, tt.wantKeep)
 		}
 		ki := exampleKeyIndex()
-		kept := map[Revision]struct{}{}
+		kept := &revisionSet{}
 		ki.compact(tt.atRev, kept)
 		if got := sortedRevs(kept); !reflect.DeepEqual(got, tt.wantKept) {
 			t.Errorf("compact(%d) kept %v, want %v", tt.atRev, got, tt.wantKept)
@@ -122,11 +122,11 @@ func TestKeyIndexCompactAfterFinalTombstoneEmptiesIt(t *testing.T) {
 	ki := newKeyIndex([]byte("k"))
 	ki.put(Revision{Main: 2})
 	ki.tombstone(Revision{Main: 3})
-	ki.compact(3, map[Revision]struct{}{})
+	ki.compact(3, &revisionSet{})
 	if ki.isEmpty() {
 		t.Fatal("tombstone at the compact revision must stay")
 	}
-	ki.compact(4, map[Revision]struct{}{})
+	ki.compact(4, &revisionSet{})
 	if !ki.isEmpty() {
 		t.Fatalf("keyIndex after compacting past its tombstone: %+v", ki.allGenerations())
 	}
@@ -145,16 +145,9 @@ func TestKeyIndexSince(t *testing.T) {
 	}
 }
 
-func sortedRevs(m map[Revision]struct{}) []Revision {
-	out := []Revision{}
-	for main := int64(0); main <= 20; main++ {
-		for sub := int64(0); sub <= 2; sub++ {
-			if _, ok := m[Revision{main, sub}]; ok {
-				out = append(out, Revision{main, sub})
-			}
-		}
-	}
-	return out
+// sortedRevs seals s and returns its revisions in order.
+func sortedRevs(s *revisionSet) []Revision {
+	return append([]Revision{}, s.seal().revs...)
 }
 
 func TestRevisionBytes(t *testing.T) {
@@ -208,12 +201,12 @@ func TestKeyIndexCompactAtDeleteAndRecreateInOneTxn(t *testing.T) {
 	ki.put(Revision{Main: 18, Sub: 1})
 	ki.put(Revision{Main: 20})
 
-	keep := map[Revision]struct{}{}
+	keep := &revisionSet{}
 	ki.keep(18, keep)
 	if want := []Revision{{18, 1}}; !reflect.DeepEqual(sortedRevs(keep), want) {
 		t.Fatalf("keep(18) = %v, want %v", sortedRevs(keep), want)
 	}
-	kept := map[Revision]struct{}{}
+	kept := &revisionSet{}
 	ki.compact(18, kept)
 	if want := []Revision{{18, 0}, {18, 1}}; !reflect.DeepEqual(sortedRevs(kept), want) {
 		t.Fatalf("compact(18) kept %v, want %v", sortedRevs(kept), want)
