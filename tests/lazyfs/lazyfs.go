@@ -8,9 +8,16 @@
 //
 // Limits, on purpose: the image is kept at the granularity of the byte
 // ranges written (a real disk may also keep some unsynced writes: losing
-// all of them is the harshest legal outcome), file identity follows the
-// backing inode number, and metadata other than size and names (modes,
-// times, xattrs) is not modelled.
+// all of them is the harshest legal outcome), and metadata other than size
+// and names (modes, times, xattrs) is not modelled.
+//
+// Files and directories are known by an identity lazyfs gives each one
+// when it is created, not by the backing inode number: the backing
+// filesystem reuses the number of a deleted file for the next one it
+// creates, and the deleted file's durable content (its name may still be
+// durable) must neither show through in the new file after a power cut
+// nor be overwritten by it. A real disk never shows one file's old blocks
+// in another.
 package lazyfs
 
 import (
@@ -54,20 +61,28 @@ type FS struct {
 	// failWrites, failSyncs: the errno writes (and allocations, truncations,
 	// creations) and fsyncs fail with; 0 while the disk is healthy.
 	failWrites, failSyncs syscall.Errno
-	// dirty holds, per backing inode, the ranges written since its last
-	// fsync; an inode present with no ranges had only its size changed.
-	dirty map[uint64][]span
-	// names is the durable namespace: directory (by inode, so that a
+	// ids maps each backing inode number to the identity of the file or
+	// directory that holds it now; nextID is the next identity to give.
+	ids    map[uint64]fileID
+	nextID fileID
+	// dirty holds, per file, the ranges written since its last fsync; a
+	// file present with no ranges had only its size changed.
+	dirty map[fileID][]span
+	// names is the durable namespace: directory (by identity, so that a
 	// renamed directory keeps its entries) to its entries as of its last
 	// fsync.
-	names   map[uint64]map[string]entry
-	rootIno uint64
+	names  map[fileID]map[string]entry
+	rootID fileID
 }
+
+// fileID is lazyfs's identity of a file or directory (see the package
+// comment).
+type fileID uint64
 
 type span struct{ from, to int64 }
 
 type entry struct {
-	ino   uint64
+	id    fileID
 	isDir bool
 }
 
@@ -273,7 +288,36 @@ func (f *FS) syncFault() syscall.Errno {
 	return f.failSyncs
 }
 
-func (f *FS) imagePath(ino uint64) string { return filepath.Join(f.image, fmt.Sprint(ino)) }
+func (f *FS) imagePath(id fileID) string { return filepath.Join(f.image, fmt.Sprint(id)) }
+
+// idOf returns the identity of the file at backing inode ino, giving one
+// to an inode seen for the first time.
+func (f *FS) idOf(ino uint64) fileID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idOfLocked(ino)
+}
+
+func (f *FS) idOfLocked(ino uint64) fileID {
+	if id, ok := f.ids[ino]; ok {
+		return id
+	}
+	return f.newIDLocked(ino)
+}
+
+// created gives the file or directory just created at ino a new identity:
+// whatever an earlier holder of the inode number made durable stays its own.
+func (f *FS) created(ino uint64) fileID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.newIDLocked(ino)
+}
+
+func (f *FS) newIDLocked(ino uint64) fileID {
+	f.nextID++
+	f.ids[ino] = f.nextID
+	return f.nextID
+}
 
 // takeImage makes everything in the backing directory durable.
 func (f *FS) takeImage() error {
@@ -283,8 +327,9 @@ func (f *FS) takeImage() error {
 	if err := os.MkdirAll(f.image, 0o700); err != nil {
 		return err
 	}
-	f.dirty = map[uint64][]span{}
-	f.names = map[uint64]map[string]entry{}
+	f.ids = map[uint64]fileID{}
+	f.dirty = map[fileID][]span{}
+	f.names = map[fileID]map[string]entry{}
 	return filepath.WalkDir(f.backing, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -293,15 +338,15 @@ func (f *FS) takeImage() error {
 		if err != nil {
 			return err
 		}
-		ino := info.Sys().(*syscall.Stat_t).Ino
+		id := f.idOf(info.Sys().(*syscall.Stat_t).Ino)
 		if !d.IsDir() {
-			return copyFile(path, f.imagePath(ino))
+			return copyFile(path, f.imagePath(id))
 		}
 		if path == f.backing {
-			f.rootIno = ino
+			f.rootID = id
 		}
-		ents, err := listDir(path)
-		f.names[ino] = ents
+		ents, err := f.listDir(path)
+		f.names[id] = ents
 		return err
 	})
 }
@@ -317,12 +362,12 @@ func (f *FS) restoreImage() error {
 			return err
 		}
 	}
-	return f.restoreDir(f.backing, f.rootIno)
+	return f.restoreDir(f.backing, f.rootID)
 }
 
-// restoreDir recreates in dir the durable entries of directory ino.
-func (f *FS) restoreDir(dir string, ino uint64) error {
-	ents := f.names[ino]
+// restoreDir recreates in dir the durable entries of directory id.
+func (f *FS) restoreDir(dir string, id fileID) error {
+	ents := f.names[id]
 	names := make([]string, 0, len(ents))
 	for n := range ents {
 		names = append(names, n)
@@ -335,12 +380,12 @@ func (f *FS) restoreDir(dir string, ino uint64) error {
 			if err := os.Mkdir(path, 0o700); err != nil {
 				return err
 			}
-			if err := f.restoreDir(path, e.ino); err != nil {
+			if err := f.restoreDir(path, e.id); err != nil {
 				return err
 			}
 			continue
 		}
-		src := f.imagePath(e.ino)
+		src := f.imagePath(e.id)
 		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
 			// Named durably, content never synced: an empty file.
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
@@ -355,7 +400,9 @@ func (f *FS) restoreDir(dir string, ino uint64) error {
 	return nil
 }
 
-func listDir(path string) (map[string]entry, error) {
+// listDir lists the entries of the backing directory at path with their
+// identities.
+func (f *FS) listDir(path string) (map[string]entry, error) {
 	des, err := os.ReadDir(path)
 	if err != nil {
 		return nil, err
@@ -366,43 +413,43 @@ func listDir(path string) (map[string]entry, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out[d.Name()] = entry{ino: info.Sys().(*syscall.Stat_t).Ino, isDir: d.IsDir()}
+		out[d.Name()] = entry{id: f.idOf(info.Sys().(*syscall.Stat_t).Ino), isDir: d.IsDir()}
 	}
 	return out, nil
 }
 
-// noteWrite records that [off, off+n) of ino changed.
-func (f *FS) noteWrite(ino uint64, off, n int64) {
+// noteWrite records that [off, off+n) of file id changed.
+func (f *FS) noteWrite(id fileID, off, n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	spans := f.dirty[ino]
+	spans := f.dirty[id]
 	if k := len(spans); k > 0 && off <= spans[k-1].to && off+n >= spans[k-1].from {
 		spans[k-1] = span{min(off, spans[k-1].from), max(off+n, spans[k-1].to)}
 	} else {
 		spans = append(spans, span{off, off + n})
 	}
-	f.dirty[ino] = spans
+	f.dirty[id] = spans
 }
 
-// noteResize records that ino's size changed.
-func (f *FS) noteResize(ino uint64) {
+// noteResize records that file id's size changed.
+func (f *FS) noteResize(id fileID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.dirty[ino]; !ok {
-		f.dirty[ino] = nil
+	if _, ok := f.dirty[id]; !ok {
+		f.dirty[id] = nil
 	}
 }
 
-// syncFile makes what ino's file holds now durable: the ranges written
-// since its last sync and its size. fd reads the backing file.
-func (f *FS) syncFile(ino uint64, fd int) error {
+// syncFile makes what file id holds now durable: the ranges written since
+// its last sync and its size. fd reads the backing file.
+func (f *FS) syncFile(id fileID, fd int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	spans, ok := f.dirty[ino]
+	spans, ok := f.dirty[id]
 	if !ok {
 		return nil
 	}
-	img, err := os.OpenFile(f.imagePath(ino), os.O_RDWR|os.O_CREATE, 0o600)
+	img, err := os.OpenFile(f.imagePath(id), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -433,7 +480,7 @@ func (f *FS) syncFile(ino uint64, fd int) error {
 	if err := img.Truncate(st.Size); err != nil {
 		return err
 	}
-	delete(f.dirty, ino)
+	delete(f.dirty, id)
 	return nil
 }
 
@@ -444,13 +491,14 @@ func (f *FS) syncDir(rel string) error {
 	if err := syscall.Stat(path, &st); err != nil {
 		return err
 	}
-	ents, err := listDir(path)
+	ents, err := f.listDir(path)
 	if err != nil {
 		return err
 	}
+	id := f.idOf(st.Ino)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.names[st.Ino] = ents
+	f.names[id] = ents
 	return nil
 }
 
@@ -484,7 +532,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return n.wrap(fh, n.StableAttr().Ino, flags), fl, 0
+	return n.wrap(fh, n.lfs.idOf(n.StableAttr().Ino), flags), fl, 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
@@ -495,18 +543,30 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return in, n.wrap(fh, in.StableAttr().Ino, flags|syscall.O_TRUNC), fl, 0
+	return in, n.wrap(fh, n.lfs.created(in.StableAttr().Ino), flags|syscall.O_TRUNC), fl, 0
 }
 
-func (n *node) wrap(fh gofs.FileHandle, ino uint64, flags uint32) gofs.FileHandle {
+// Mkdir gives the new directory its own identity (see the package comment).
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if errno := n.lfs.writeFault(); errno != 0 {
+		return nil, errno
+	}
+	in, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		n.lfs.created(in.StableAttr().Ino)
+	}
+	return in, errno
+}
+
+func (n *node) wrap(fh gofs.FileHandle, id fileID, flags uint32) gofs.FileHandle {
 	lf, ok := fh.(*gofs.LoopbackFile)
 	if !ok {
 		return fh
 	}
 	if flags&syscall.O_TRUNC != 0 {
-		n.lfs.noteResize(ino)
+		n.lfs.noteResize(id)
 	}
-	return &file{LoopbackFile: lf, lfs: n.lfs, ino: ino}
+	return &file{LoopbackFile: lf, lfs: n.lfs, id: id}
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -514,7 +574,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		if errno := n.lfs.writeFault(); errno != 0 {
 			return errno
 		}
-		n.lfs.noteResize(n.StableAttr().Ino)
+		n.lfs.noteResize(n.lfs.idOf(n.StableAttr().Ino))
 	}
 	return n.LoopbackNode.Setattr(ctx, fh, in, out)
 }
@@ -532,7 +592,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 type file struct {
 	*gofs.LoopbackFile
 	lfs *FS
-	ino uint64
+	id  fileID
 }
 
 func (f *file) PassthroughFd() (int, bool) { return 0, false }
@@ -541,7 +601,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	if errno := f.lfs.writeFault(); errno != 0 {
 		return 0, errno
 	}
-	f.lfs.noteWrite(f.ino, off, int64(len(data)))
+	f.lfs.noteWrite(f.id, off, int64(len(data)))
 	return f.LoopbackFile.Write(ctx, data, off)
 }
 
@@ -553,7 +613,7 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	for _, d := range data {
 		n += int64(len(d))
 	}
-	f.lfs.noteWrite(f.ino, off, n)
+	f.lfs.noteWrite(f.id, off, n)
 	return f.LoopbackFile.Writev(ctx, data, off)
 }
 
@@ -561,7 +621,7 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 	if errno := f.lfs.writeFault(); errno != 0 {
 		return errno
 	}
-	f.lfs.noteResize(f.ino)
+	f.lfs.noteResize(f.id)
 	return f.LoopbackFile.Allocate(ctx, off, size, mode)
 }
 
@@ -570,7 +630,7 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 		if errno := f.lfs.writeFault(); errno != 0 {
 			return errno
 		}
-		f.lfs.noteResize(f.ino)
+		f.lfs.noteResize(f.id)
 	}
 	return f.LoopbackFile.Setattr(ctx, in, out)
 }
@@ -582,7 +642,7 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		return errno
 	}
 	fd, _ := f.LoopbackFile.PassthroughFd()
-	return gofs.ToErrno(f.lfs.syncFile(f.ino, fd))
+	return gofs.ToErrno(f.lfs.syncFile(f.id, fd))
 }
 
 // dir is an open directory; its fsync makes its entries durable.

@@ -1,7 +1,9 @@
 package lazyfs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -155,4 +157,105 @@ func TestInjectedErrors(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(b) != "a" {
 		t.Fatalf("after the failed fsync and a power cut f = %q, %v; want only the synced %q", b, err, "a")
 	}
+}
+
+// TestReusedInodeNumberIsAnotherFile: the backing filesystem gives a
+// deleted file's inode number to the next file created. The new file must
+// not show the old one's synced blocks after a power cut (a WAL segment
+// once did, beyond its last synced record: the soak's replay then found a
+// db page where the next record should be), and the old file, whose
+// removal was never made durable, must come back with its own content.
+func TestReusedInodeNumberIsAnotherFile(t *testing.T) {
+	lfs, mnt := mountForTest(t)
+	oldDir, newDir := filepath.Join(mnt, "old"), filepath.Join(mnt, "new")
+	for _, d := range []string{oldDir, newDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsyncPath(t, mnt)
+	oldContent := bytes.Repeat([]byte{'x'}, 64<<10)
+	oldPath := filepath.Join(oldDir, "f")
+	writeFile(t, oldPath, oldContent, true).Close()
+	fsyncPath(t, oldDir)
+	oldIno := inode(t, oldPath)
+	if err := os.Remove(oldPath); err != nil { // not durable: oldDir is not fsynced again
+		t.Fatal(err)
+	}
+
+	// Create files until one gets the freed number (ext4 hands it out
+	// again at once); keep only that one.
+	var newPath string
+	for i := 0; i < 100 && newPath == ""; i++ {
+		p := filepath.Join(newDir, fmt.Sprint("f", i))
+		writeFile(t, p, nil, false).Close()
+		if inode(t, p) == oldIno {
+			newPath = p
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if newPath == "" {
+		t.Fatalf("the backing filesystem never reused inode %d: this test cannot show what it is for", oldIno)
+	}
+	nf, err := os.OpenFile(newPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nf.Truncate(int64(len(oldContent))); err != nil { // preallocated, as a WAL segment
+		t.Fatal(err)
+	}
+	if _, err := nf.WriteAt([]byte("record"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := nf.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	nf.Close()
+	fsyncPath(t, newDir)
+
+	if err := lfs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte("record"), make([]byte, len(oldContent)-len("record"))...)
+	if !bytes.Equal(got, want) {
+		t.Errorf("the new file holds %d bytes that are not its own (first: %q)", countDiff(got, want), firstDiff(got, want))
+	}
+	if b, err := os.ReadFile(oldPath); err != nil || !bytes.Equal(b, oldContent) {
+		t.Errorf("the old file, removed but not durably: %d bytes, %v; want its %d synced bytes", len(b), err, len(oldContent))
+	}
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func countDiff(a, b []byte) int {
+	n := max(len(a), len(b)) - min(len(a), len(b))
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func firstDiff(a, b []byte) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return string(a[i:min(len(a), i+16)])
+		}
+	}
+	return ""
 }
