@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -60,25 +59,19 @@ func (s *Server) applyBatch(batch raftnode.ToApply) {
 		s.commits.kickCommit()
 	}
 	switch {
-	case s.snapshotForced || (membersChanged && s.logCompacted()):
+	// After a membership change a member that joins and can only catch up
+	// through a snapshot (the log no longer starts at the first entry)
+	// needs one whose configuration already lists it (raft refuses one that
+	// does not), so a fresh one is taken at once instead of waiting for
+	// --snapshot-count more entries.
+	case s.snapshotForced || (membersChanged && s.snaps.logCompacted()):
 		// Rare, and what asked for it needs the snapshot now.
 		s.snapshotForced = false
 		s.takeSnapshot()
-		s.waitSnapshotSaved()
-	case s.appliedIndex.Load()-s.snapshotIndex > s.cfg.SnapshotCount:
+		s.snaps.wait()
+	case s.snaps.due(s.appliedIndex.Load(), s.cfg.SnapshotCount):
 		s.takeSnapshot()
 	}
-}
-
-// logCompacted reports whether raft's log no longer starts at the first
-// entry, so a member that joins now can only catch up through a snapshot.
-// After a membership change such a member needs a snapshot whose
-// configuration already lists it (raft refuses one that does not), so the
-// apply loop takes a fresh one at once instead of waiting for
-// --snapshot-count more entries.
-func (s *Server) logCompacted() bool {
-	first, err := s.node.MemStorage().FirstIndex()
-	return err == nil && first > 1
 }
 
 func (s *Server) applyEntry(e *raftpb.Entry) {
@@ -244,56 +237,14 @@ func (s *Server) applyConfChange(e *raftpb.Entry) {
 // and two fsyncs here held every request up every --snapshot-count
 // entries). One snapshot is saved at a time; the next waits for it.
 func (s *Server) takeSnapshot() {
-	s.waitSnapshotSaved()
+	s.snaps.wait() // the membership read below must not race the last save
 	applied := s.appliedIndex.Load()
-	confState := s.raftView.confState
 	payload, err := membershipSnapshot(s.stores.be, s.versions.clusterVersion)
 	if err != nil {
 		s.lg.Warn("cannot encode membership for the snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
 		return
 	}
-	durable := s.commits.startCommit()
-	s.snapshotIndex = applied
-	saved := make(chan struct{})
-	s.snapshotSaved = saved
-	s.goAttach(func() {
-		defer close(saved)
-		<-durable
-		s.saveSnapshot(applied, confState, payload)
-	})
-}
-
-// waitSnapshotSaved waits until the snapshot being saved, if any, is
-// saved (apply loop only).
-func (s *Server) waitSnapshotSaved() {
-	if s.snapshotSaved != nil {
-		<-s.snapshotSaved
-		s.snapshotSaved = nil
-	}
-}
-
-// saveSnapshot creates the snapshot at applied in raft's storage, saves
-// it and compacts raft's log; the backend is durable up to applied.
-func (s *Server) saveSnapshot(applied uint64, confState *raftpb.ConfState, payload []byte) {
-	snap, err := s.node.MemStorage().CreateSnapshot(applied, confState, payload)
-	if err != nil {
-		// ErrSnapOutOfDate: a snapshot from the leader came in meanwhile.
-		s.lg.Warn("cannot create snapshot", zap.Uint64("applied-index", applied), zap.Error(err))
-		return
-	}
-	if err := s.storage.SaveSnap(snap); err != nil {
-		s.fail(fmt.Errorf("save snapshot: %w", err))
-		return
-	}
-	s.lg.Info("saved snapshot", zap.Uint64("snapshot-index", applied))
-	if applied > s.cfg.SnapshotCatchUpEntries {
-		compactTo := applied - s.cfg.SnapshotCatchUpEntries
-		if err := s.node.MemStorage().Compact(compactTo); err != nil && err != raft.ErrCompacted {
-			s.lg.Warn("cannot compact raft log", zap.Uint64("index", compactTo), zap.Error(err))
-			return
-		}
-		s.lg.Info("compacted raft logs", zap.Uint64("compact-index", compactTo))
-	}
+	s.snaps.save(applied, s.raftView.confState, payload, s.commits.startCommit())
 }
 
 // fail reports a fatal error; the main stops the member.

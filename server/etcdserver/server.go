@@ -55,11 +55,8 @@ type Server struct {
 	appliedWait *wait.Index
 
 	// commits holds the apply lock (applyMu) and the consistent index.
-	commits       *backendCommits
-	snapshotIndex uint64
-	// snapshotSaved, while a snapshot is being saved in the background, is
-	// closed once it is (apply loop only; see takeSnapshot).
-	snapshotSaved chan struct{}
+	commits *backendCommits
+	snaps   *snapshotSaver // the raft snapshots, saved in the background
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
 	// an older binary reads holds no entry of the newer version).
@@ -100,6 +97,8 @@ func New(cfg *Config) (*Server, error) {
 	}
 	// openStores may finish installing a snapshot, through the storage.
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
+	s.snaps = &snapshotSaver{lg: s.lg, log: b.memStorage, files: b.storage,
+		catchUp: c.SnapshotCatchUpEntries, run: s.goAttach, fail: s.fail}
 	s.gate = &authGate{certAuth: c.ClientCertAuth} // its store comes with the stores
 	s.reqIDs = idutil.NewGenerator(uint16(b.id), time.Now())
 	s.props = newProposer(b.id, c, s.gate, &s.appliedIndex, s.reqIDs, s.stopc)
@@ -121,7 +120,7 @@ func New(cfg *Config) (*Server, error) {
 		timeout: c.requestTimeout(), stop: s.stopc, lg: s.lg,
 	}}}
 	if b.snapshot != nil {
-		s.snapshotIndex = b.snapshot.GetMetadata().GetIndex()
+		s.snaps.installed(b.snapshot.GetMetadata().GetIndex())
 		s.raftView.setConfState(b.snapshot.GetMetadata().GetConfState())
 	}
 	// The raft node comes after its transport: the parts that talk to the

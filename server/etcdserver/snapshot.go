@@ -26,7 +26,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 	s.lg.Info("applying snapshot from leader", zap.Uint64("snapshot-index", index))
 	metrics.SnapshotApplyInProgress.Set(1)
 	defer metrics.SnapshotApplyInProgress.Set(0)
-	s.waitSnapshotSaved() // ours, of an older index, saved before the leader's replaces it
+	s.snaps.wait() // ours, of an older index, saved before the leader's replaces it
 	s.commits.mu.Lock()
 	s.stores.mu.Lock()
 	s.stores.be.Commit()
@@ -43,7 +43,7 @@ func (s *Server) installSnapshot(snap *raftpb.Snapshot) error {
 		return fmt.Errorf("install snapshot %d: %w", index, err)
 	}
 	s.raftView.setConfState(snap.GetMetadata().GetConfState())
-	s.snapshotIndex = index
+	s.snaps.installed(index)
 	s.appliedIndex.Store(index)
 	s.appliedWait.Trigger(index)
 	s.snapshotsInstalled.Add(1)
