@@ -246,13 +246,17 @@ func (s *Store) compactRound(rev int64, keep *revisionSet, h *kvHasher, from, en
 	return len(doomed), RevToBytes(Revision{Main: last.Main, Sub: last.Sub + 1}), false
 }
 
+// maxPresizedDoomed bounds what readRound allocates ahead for the doomed
+// keys: --compaction-batch-limit may be set far above its default.
+const maxPresizedDoomed = 4096
+
 // readRound reads up to limit entries from `from`, in chunks of
 // valuesPerReadLock per hold of the read view's lock (a commit waits for
 // that lock), hashes each, and returns copies of the keys the index does
 // not keep, how many entries it saw and the last one's revision.
 func (s *Store) readRound(keep *revisionSet, h *kvHasher, from, end []byte, limit int) (doomed [][]byte, seen int, last Revision) {
 	rt := s.b.ReadTx()
-	doomed = make([][]byte, 0, limit)
+	doomed = make([][]byte, 0, min(limit, maxPresizedDoomed))
 	for seen < limit {
 		chunk := min(valuesPerReadLock, limit-seen)
 		rt.RLock()
