@@ -59,7 +59,8 @@ type FS struct {
 
 	mu sync.Mutex
 	// failWrites, failSyncs: the errno writes (and allocations, truncations,
-	// creations) and fsyncs fail with; 0 while the disk is healthy.
+	// creations of files and directories) and fsyncs fail with; 0 while the
+	// disk is healthy.
 	failWrites, failSyncs syscall.Errno
 	// ids maps each backing inode number to the identity of the file or
 	// directory that holds it now; nextID is the next identity to give.
@@ -259,9 +260,9 @@ func (f *FS) PowerCut() error {
 	return f.mount()
 }
 
-// FailWrites makes every later write, allocation, truncation and file
-// creation fail with errno (syscall.EROFS for a disk remounted read-only,
-// syscall.EIO for a failing one); 0 heals the disk.
+// FailWrites makes every later write, allocation, truncation, file and
+// directory creation fail with errno (syscall.EROFS for a disk remounted
+// read-only, syscall.EIO for a failing one); 0 heals the disk.
 func (f *FS) FailWrites(errno syscall.Errno) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

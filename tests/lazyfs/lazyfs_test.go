@@ -149,6 +149,9 @@ func TestInjectedErrors(t *testing.T) {
 	if _, err := os.Create(filepath.Join(mnt, "g")); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("create on a read-only disk = %v, want EROFS", err)
 	}
+	if err := os.Mkdir(filepath.Join(mnt, "d"), 0o700); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("mkdir on a read-only disk = %v, want EROFS", err)
+	}
 	lfs.FailWrites(0)
 	f.Close()
 	if err := lfs.PowerCut(); err != nil {
