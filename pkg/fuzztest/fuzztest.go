@@ -143,3 +143,24 @@ func ScratchDir(t testing.TB) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// KeyAlphabet is what Keys maps fuzz bytes onto: the smallest byte, two
+// ordinary ones and the largest, so that keys collide, nest as prefixes
+// and reach the edges of the key space often.
+var KeyAlphabet = [4]byte{0x00, 'a', 'b', 0xff}
+
+// Keys splits fuzz bytes into keys: a byte >= 0xf0 ends a key, any other
+// byte b adds KeyAlphabet[b%4] to it. Committed seeds encode keys this way:
+// the mapping must not change.
+func Keys(b []byte) [][]byte {
+	keys := [][]byte{{}}
+	for _, v := range b {
+		if v >= 0xf0 {
+			keys = append(keys, []byte{})
+			continue
+		}
+		last := len(keys) - 1
+		keys[last] = append(keys[last], KeyAlphabet[v%4])
+	}
+	return keys
+}

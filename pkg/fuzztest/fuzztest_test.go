@@ -34,3 +34,24 @@ func TestIsFuzzerName(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysSplitsAndMaps(t *testing.T) {
+	for _, tc := range []struct {
+		in   []byte
+		want []string
+	}{
+		{nil, []string{""}},
+		{[]byte{0, 1, 2, 3}, []string{"\x00ab\xff"}},
+		{[]byte{1, 0xf0, 5, 0xff}, []string{"a", "a", ""}},
+	} {
+		got := Keys(tc.in)
+		if len(got) != len(tc.want) {
+			t.Fatalf("Keys(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+		for i := range got {
+			if string(got[i]) != tc.want[i] {
+				t.Fatalf("Keys(%v) = %q, want %q", tc.in, got, tc.want)
+			}
+		}
+	}
+}

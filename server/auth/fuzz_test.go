@@ -10,26 +10,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/fuzztest"
 )
 
-// keyAlphabet is what fuzz bytes map onto: the smallest byte, two ordinary
-// ones and the largest, so that keys collide, nest as prefixes and reach
-// the edges of the key space often.
-var keyAlphabet = [4]byte{0x00, 'a', 'b', 0xff}
-
-// fuzzKeys splits fuzz bytes into keys: a byte >= 0xf0 ends a key, any other
-// byte adds keyAlphabet[b%4] to it.
-func fuzzKeys(b []byte) [][]byte {
-	keys := [][]byte{{}}
-	for _, v := range b {
-		if v >= 0xf0 {
-			keys = append(keys, []byte{})
-			continue
-		}
-		last := len(keys) - 1
-		keys[last] = append(keys[last], keyAlphabet[v%4])
-	}
-	return keys
-}
-
 // permissionsFrom pairs keys into (key, range end) permissions, keeping
 // only those RoleGrantPermission accepts.
 func permissionsFrom(keys [][]byte) []*authpb.Permission {
@@ -45,10 +25,10 @@ func permissionsFrom(keys [][]byte) []*authpb.Permission {
 // FuzzPermits checks the merged permission set against a brute-force model
 // of etcd's interval-tree check, for arbitrary granted permissions and
 // request ranges. query holds the request's key and range end (separated as
-// in fuzzKeys); perms the granted (key, range end) pairs.
+// in fuzztest.Keys); perms the granted (key, range end) pairs.
 func FuzzPermits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query, perms []byte) {
-		q := fuzzKeys(query)
+		q := fuzztest.Keys(query)
 		key, end := q[0], []byte(nil)
 		if len(q) > 1 {
 			end = q[1]
@@ -56,7 +36,7 @@ func FuzzPermits(f *testing.F) {
 		if len(key) == 0 {
 			return // an empty key is refused before any permission check
 		}
-		granted := permissionsFrom(fuzzKeys(perms))
+		granted := permissionsFrom(fuzztest.Keys(perms))
 		ivs := make([]interval, len(granted))
 		for i, p := range granted {
 			ivs[i] = permInterval(p)
@@ -132,7 +112,7 @@ func describe(perms []*authpb.Permission) string {
 // the permission layouts of TestPermissionTable and the edges of the key
 // space. Regenerate with CAIRN_WRITE_FUZZ_SEEDS=1 go test -run TestFuzzSeeds.
 func TestFuzzSeeds(t *testing.T) {
-	// enc writes keys over keyAlphabet: 0 for "\x00", 1 for 'a', 2 for
+	// enc writes keys over fuzztest.KeyAlphabet: 0 for "\x00", 1 for 'a', 2 for
 	// 'b', 3 for 0xff, a space between keys.
 	enc := func(s string) []byte {
 		var b []byte

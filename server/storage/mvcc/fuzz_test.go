@@ -8,26 +8,6 @@ import (
 	"github.com/cairnkv/cairn/pkg/fuzztest"
 )
 
-// keyAlphabet is what fuzz bytes map onto: the smallest byte, two ordinary
-// ones and the largest, so that keys collide, nest as prefixes and reach
-// the edges of the key space often.
-var keyAlphabet = [4]byte{0x00, 'a', 'b', 0xff}
-
-// fuzzKeys splits fuzz bytes into keys: a byte >= 0xf0 ends a key, any other
-// byte adds keyAlphabet[b%4] to it.
-func fuzzKeys(b []byte) [][]byte {
-	keys := [][]byte{{}}
-	for _, v := range b {
-		if v >= 0xf0 {
-			keys = append(keys, []byte{})
-			continue
-		}
-		last := len(keys) - 1
-		keys[last] = append(keys[last], keyAlphabet[v%4])
-	}
-	return keys
-}
-
 // Range end forms a request can carry, chosen by endForm.
 const (
 	endNil     = iota // no end: the single key
@@ -64,18 +44,18 @@ func modelInRange(k, key, end []byte) bool {
 
 // FuzzKeyRange checks the index's range scans, counts and the watchers'
 // range membership against the convention, for arbitrary stored keys and
-// request ranges. stored holds the keys (separated as in fuzzKeys), query
+// request ranges. stored holds the keys (separated as in fuzztest.Keys), query
 // the request's key and end, endForm how the end is given.
 func FuzzKeyRange(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stored, query []byte, endForm uint8) {
 		ti := newTreeIndex()
 		var want [][]byte
-		keys := fuzzKeys(stored)
+		keys := fuzztest.Keys(stored)
 		for i, k := range keys {
 			ti.Put(k, Revision{Main: int64(i + 1)})
 		}
 		atRev := int64(len(keys))
-		q := fuzzKeys(query)
+		q := fuzztest.Keys(query)
 		key, end := q[0], rangeEndOf(endForm, q[len(q)-1])
 		ti.tree.Ascend(func(ki *keyIndex) bool {
 			if modelInRange(ki.keyBytes(), key, end) {
@@ -104,7 +84,7 @@ func FuzzKeyRange(f *testing.F) {
 // TestFuzzSeeds keeps the committed seed corpus equal to its generator.
 // Regenerate with CAIRN_WRITE_FUZZ_SEEDS=1 go test -run TestFuzzSeeds.
 func TestFuzzSeeds(t *testing.T) {
-	// enc writes keys over keyAlphabet: 0 for "\x00", 1 for 'a', 2 for
+	// enc writes keys over fuzztest.KeyAlphabet: 0 for "\x00", 1 for 'a', 2 for
 	// 'b', 3 for 0xff, a space between keys.
 	enc := func(s string) []byte {
 		var b []byte
