@@ -11,6 +11,7 @@ import (
 	"github.com/cairnkv/cairn/api/v3electionpb"
 	"github.com/cairnkv/cairn/api/v3lockpb"
 	"github.com/cairnkv/cairn/client/concurrency"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 func etcdSession(t *testing.T, c *clientv3.Client) *etcdconc.Session {
@@ -51,9 +52,9 @@ func TestMutexInterop(t *testing.T) {
 		t.Fatalf("cairn TryLock while etcd's mutex holds: %v, want ErrLocked", err)
 	}
 	done2 := async(func() error { return cairn2.Lock(ctx) })
-	waitKey(t, ctx, c.cairn, fmt.Sprintf("shared/%x", int64(cairnSess.Lease())))
+	harness.WaitKey(t, ctx, c.cairn, fmt.Sprintf("shared/%x", int64(cairnSess.Lease())))
 	done3 := async(func() error { return etcd3.Lock(ctx) })
-	waitKey(t, ctx, c.cairn, fmt.Sprintf("shared/%x", int64(etcd3Sess.Lease())))
+	harness.WaitKey(t, ctx, c.cairn, fmt.Sprintf("shared/%x", int64(etcd3Sess.Lease())))
 
 	if err := etcd1.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestElectionInterop(t *testing.T) {
 	}
 	expectObserved(t, observed, "cairn")
 	done := async(func() error { return etcdE.Campaign(ctx, "etcd") })
-	waitKey(t, ctx, c.cairn, fmt.Sprintf("vote/%x", int64(etcdSess.Lease())))
+	harness.WaitKey(t, ctx, c.cairn, fmt.Sprintf("vote/%x", int64(etcdSess.Lease())))
 	if err := cairnE.Proclaim(ctx, "cairn-2"); err != nil {
 		t.Fatal(err)
 	}

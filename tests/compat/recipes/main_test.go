@@ -69,26 +69,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// waitKey blocks until key exists: a waiter has queued.
-func waitKey(t *testing.T, ctx context.Context, c *client.Client, key string) {
-	t.Helper()
-	resp, err := c.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Kvs) > 0 {
-		return
-	}
-	for wr := range c.Watch(ctx, key, client.WithRev(resp.Header.Revision+1)) {
-		for _, ev := range wr.Events {
-			if ev.Type == client.EventTypePut {
-				return
-			}
-		}
-	}
-	t.Fatalf("key %q never appeared: %v", key, ctx.Err())
-}
-
 // async runs f and returns the channel of its error.
 func async(f func() error) <-chan error {
 	done := make(chan error, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnkv/cairn/client"
 	"github.com/cairnkv/cairn/client/concurrency"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // campaignAsync starts e.Campaign and returns the channel of its result.
@@ -40,7 +41,7 @@ func TestElectionSuccession(t *testing.T) {
 		t.Fatalf("leader key %q, want %q", e1.Key(), want)
 	}
 	done2 := campaignAsync(ctx, e2, "two")
-	waitKey(t, ctx, c, fmt.Sprintf("succession/%x", int64(s2.Lease())))
+	harness.WaitKey(t, ctx, c, fmt.Sprintf("succession/%x", int64(s2.Lease())))
 	if got := leaderValue(t, ctx, e2); got != "one" {
 		t.Fatalf("leader %q while the first leads, want one", got)
 	}
@@ -168,7 +169,7 @@ func TestElectionObserve(t *testing.T) {
 	}
 	expectObserved(t, obs, "b")
 	done2 := campaignAsync(ctx, e2, "c")
-	waitKey(t, ctx, c, fmt.Sprintf("observe/%x", int64(s2.Lease())))
+	harness.WaitKey(t, ctx, c, fmt.Sprintf("observe/%x", int64(s2.Lease())))
 	if err := e1.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}

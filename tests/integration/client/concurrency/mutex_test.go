@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnkv/cairn/client"
 	"github.com/cairnkv/cairn/client/concurrency"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 func TestMutexKeyLayout(t *testing.T) {
@@ -106,9 +107,9 @@ func TestMutexFairQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	done2 := lockAsync(ctx, m2)
-	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s2.Lease())))
+	harness.WaitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s2.Lease())))
 	done3 := lockAsync(ctx, m3)
-	waitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s3.Lease())))
+	harness.WaitKey(t, ctx, c, fmt.Sprintf("fair/%x", int64(s3.Lease())))
 
 	if err := m1.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestMutexSessionExpiredWhileWaiting(t *testing.T) {
 	ws := newSession(t, c)
 	waiter := concurrency.NewMutex(ws, "expired")
 	done := lockAsync(ctx, waiter)
-	waitKey(t, ctx, c, fmt.Sprintf("expired/%x", int64(ws.Lease())))
+	harness.WaitKey(t, ctx, c, fmt.Sprintf("expired/%x", int64(ws.Lease())))
 	if _, err := c.Revoke(ctx, ws.Lease()); err != nil {
 		t.Fatal(err)
 	}
