@@ -9,7 +9,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -50,20 +49,7 @@ func (l *eventLog) Send(msgs []*raftpb.Message) {
 // the follower's log reaching the snapshot, also after a crash.
 func TestSnapshotIsSyncedBeforeItIsAcknowledged(t *testing.T) {
 	log := &eventLog{}
-	ms := raft.NewMemoryStorage()
-	rn, err := raft.NewRawNode(&raft.Config{
-		ID: 1, ElectionTick: 1000, HeartbeatTick: 1, Storage: ms,
-		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, Logger: &raft.DefaultLogger{Logger: nopStdLogger()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rn.Bootstrap([]raft.Peer{{ID: 1}, {ID: 2}}); err != nil {
-		t.Fatal(err)
-	}
-	n := New(Config{ID: 1, Logger: zap.NewNop(), RawNode: rn, MemStorage: ms, Persister: log, Transport: log, TickInterval: time.Hour})
-	n.Start()
-	defer n.Stop()
+	n := newFollower(t, log)
 
 	snap := &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{
 		Index: proto.Uint64(100), Term: proto.Uint64(5), ConfState: &raftpb.ConfState{Voters: []uint64{1, 2}},
