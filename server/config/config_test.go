@@ -161,14 +161,34 @@ func TestFlagForms(t *testing.T) {
 	}
 }
 
+// parseErrorCase is flags (and environment) that Parse must refuse, with
+// the text its error must hold and whether it is a usage error.
+type parseErrorCase struct {
+	name      string
+	args      []string
+	env       []string
+	want      string
+	wantUsage bool
+}
+
+func checkParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.args, tc.env)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want containing %q", err, tc.want)
+			}
+			var ue *UsageError
+			if errors.As(err, &ue) != tc.wantUsage {
+				t.Errorf("UsageError = %v, want %v (%T)", !tc.wantUsage, tc.wantUsage, err)
+			}
+		})
+	}
+}
+
 func TestParseErrors(t *testing.T) {
-	tests := []struct {
-		name      string
-		args      []string
-		env       []string
-		want      string
-		wantUsage bool
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"unknown flag", []string{"--foo"}, nil, "flag provided but not defined: -foo", true},
 		{"unknown cipher", []string{"--cipher-suites=not_found"}, nil, `unexpected TLS cipher suite "not_found"`, false},
 		{"bad tls version", []string{"--tls-max-version=TLS1.1"}, nil, `unexpected TLS version "TLS1.1" (must be one of: TLS1.2, TLS1.3)`, false},
@@ -204,19 +224,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad logger", []string{"--logger=capnslog"}, nil, "--logger=capnslog is removed in v3.5", false},
 		{"bad log format", []string{"--log-format=xml"}, nil, "unknown log format: xml, supported values json, console", false},
 		{"default with other outputs", []string{"--log-outputs=default,stdout"}, nil, `multi logoutput for "default" is not supported yet`, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(tc.args, tc.env)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want containing %q", err, tc.want)
-			}
-			var ue *UsageError
-			if errors.As(err, &ue) != tc.wantUsage {
-				t.Errorf("UsageError = %v, want %v (%T)", !tc.wantUsage, tc.wantUsage, err)
-			}
-		})
-	}
+	})
 }
 
 func TestHelpAndVersion(t *testing.T) {

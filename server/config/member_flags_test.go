@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 )
@@ -63,13 +61,7 @@ func TestRaftTimeoutNotices(t *testing.T) {
 
 // Errors in etcd's words.
 func TestMemberFlagErrors(t *testing.T) {
-	tests := []struct {
-		name      string
-		args      []string
-		env       []string
-		want      string
-		wantUsage bool
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"retention not a duration", []string{"--auto-compaction-retention=abc"}, nil, `error parsing CompactionRetention: time: invalid duration "abc"`, false},
 		{"negative hours", []string{"--auto-compaction-retention=-1"}, nil, `error parsing CompactionRetention: time: missing unit in duration "-1"`, false},
 		{"revision not an integer", []string{"--auto-compaction-mode=revision", "--auto-compaction-retention=1.5"}, nil, `error parsing CompactionRetention: time: missing unit in duration "1.5"`, false},
@@ -80,19 +72,7 @@ func TestMemberFlagErrors(t *testing.T) {
 		{"defrag threshold not a number", []string{"--bootstrap-defrag-threshold-megabytes=x"}, nil, `invalid value "x" for flag -bootstrap-defrag-threshold-megabytes: parse error`, true},
 		{"mlock not a bool", []string{"--memory-mlock=maybe"}, nil, `invalid boolean value "maybe" for -memory-mlock: parse error`, true},
 		{"raft timeout not a duration", []string{"--raft-read-timeout=5"}, nil, `invalid value "5" for flag -raft-read-timeout: parse error`, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(tc.args, tc.env)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want containing %q", err, tc.want)
-			}
-			var ue *UsageError
-			if errors.As(err, &ue) != tc.wantUsage {
-				t.Errorf("UsageError = %v, want %v (%T)", !tc.wantUsage, tc.wantUsage, err)
-			}
-		})
-	}
+	})
 }
 
 func TestMemberFlagsFromFile(t *testing.T) {
