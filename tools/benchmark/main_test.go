@@ -114,25 +114,12 @@ func (f *fakeMaintenance) Status(context.Context, *pb.StatusRequest) (*pb.Status
 // test ends and returns its address.
 func startFake(t *testing.T, kv *fakeKV, maint *fakeMaintenance) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterKVServer(srv, kv)
-	if maint != nil {
-		pb.RegisterMaintenanceServer(srv, maint)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
+	return serveFake(t, func(srv *grpc.Server) {
+		pb.RegisterKVServer(srv, kv)
+		if maint != nil {
+			pb.RegisterMaintenanceServer(srv, maint)
+		}
 	})
-	return lis.Addr().String()
 }
 
 // testReport is the part of the JSON report the tests check.
@@ -375,4 +362,26 @@ func TestHelpIsNotAnError(t *testing.T) {
 			t.Errorf("%v: exit code %d (%v), want 0", args, exitCode(err, io.Discard), err)
 		}
 	}
+}
+
+// serveFake serves the gRPC services register adds on a free local port
+// until the test ends, and returns the address.
+func serveFake(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-done
+	})
+	return lis.Addr().String()
 }

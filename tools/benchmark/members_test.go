@@ -22,22 +22,9 @@ func (f *fakeCluster) MemberList(context.Context, *pb.MemberListRequest) (*pb.Me
 
 func startFakeCluster(t *testing.T, members ...*pb.Member) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterClusterServer(srv, &fakeCluster{members: members})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
+	return serveFake(t, func(srv *grpc.Server) {
+		pb.RegisterClusterServer(srv, &fakeCluster{members: members})
 	})
-	return lis.Addr().String()
 }
 
 func TestResolveEndpoints(t *testing.T) {

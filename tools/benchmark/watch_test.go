@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,24 +160,11 @@ func (f *fakeWatchKV) LeaseKeepAlive(stream pb.Lease_LeaseKeepAliveServer) error
 
 func startWatchFake(t *testing.T, f *fakeWatchKV) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterKVServer(srv, f)
-	pb.RegisterWatchServer(srv, f)
-	pb.RegisterLeaseServer(srv, f)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
+	return serveFake(t, func(srv *grpc.Server) {
+		pb.RegisterKVServer(srv, f)
+		pb.RegisterWatchServer(srv, f)
+		pb.RegisterLeaseServer(srv, f)
 	})
-	return lis.Addr().String()
 }
 
 type testWatchReport struct {
