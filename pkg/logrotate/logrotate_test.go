@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/cairnkv/cairn/pkg/fakeclock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,22 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var start = time.Date(2025, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
 
 // fakeClock is safe for the mill goroutine to read while a test advances it.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+type fakeClock = fakeclock.Clock
 
 // newTestWriter returns a Writer whose limit is maxBytes bytes rather
 // than megabytes, so that tests rotate with a few short writes.
@@ -139,7 +126,7 @@ func TestSizeRotation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			clock := &fakeClock{t: start}
+			clock := fakeclock.New(start)
 			w := newTestWriter(Config{Filename: name, Now: clock.Now}, 10)
 			for _, s := range tt.writes {
 				mustWrite(t, w, s)
@@ -185,7 +172,7 @@ func TestRetention(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			clock := &fakeClock{t: start}
+			clock := fakeclock.New(start)
 			w := newTestWriter(Config{Filename: filepath.Join(dir, "app.log"), MaxBackups: tt.maxBackups, MaxAge: tt.maxAge, Now: clock.Now}, 10)
 			mustWrite(t, w, "first")
 			for range tt.rotations {
@@ -223,7 +210,7 @@ func TestRetentionAtOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock := &fakeClock{t: start}
+	clock := fakeclock.New(start)
 	w := newTestWriter(Config{Filename: filepath.Join(dir, "app.log"), MaxAge: 7, Now: clock.Now}, 100)
 	mustWrite(t, w, "line")
 	if err := w.Close(); err != nil {
@@ -238,7 +225,7 @@ func TestRetentionAtOpen(t *testing.T) {
 
 func TestCompress(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{t: start}
+	clock := fakeclock.New(start)
 	w := newTestWriter(Config{Filename: filepath.Join(dir, "app.log"), Compress: true, Now: clock.Now}, 16)
 	first := "first line\n"
 	mustWrite(t, w, first)
@@ -343,7 +330,7 @@ func TestCreatesDirectory(t *testing.T) {
 func TestConcurrentWrites(t *testing.T) {
 	const writers, lines = 8, 200
 	dir := t.TempDir()
-	clock := &fakeClock{t: start}
+	clock := fakeclock.New(start)
 	w := newTestWriter(Config{Filename: filepath.Join(dir, "app.log"), Compress: true, Now: clock.Now}, 4096)
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/cairnkv/cairn/pkg/fakeclock"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
 
@@ -26,26 +26,9 @@ func TestMain(m *testing.M) {
 const testCost = bcrypt.MinCost
 
 // fakeClock moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *fakeClock { return fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // newStore opens a store on a fresh backend; the backend is closed when
 // the test ends.

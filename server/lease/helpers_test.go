@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/cairnkv/cairn/pkg/fakeclock"
 	"github.com/cairnkv/cairn/server/lease/leasepb"
 	"github.com/cairnkv/cairn/server/storage/backend"
 )
@@ -16,25 +17,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeClock is a Clock that moves only when told; its tickers fire only on Tick.
 type fakeClock struct {
+	*fakeclock.Clock
 	mu      sync.Mutex
-	now     time.Time
 	tickers []*fakeTicker
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return &fakeClock{Clock: fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 }
 
 func (c *fakeClock) NewTicker(time.Duration) Ticker {
@@ -51,7 +40,7 @@ func (c *fakeClock) Tick() {
 	defer c.mu.Unlock()
 	for _, t := range c.tickers {
 		select {
-		case t.c <- c.now:
+		case t.c <- c.Now():
 		default:
 		}
 	}
