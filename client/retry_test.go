@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/cairnkv/cairn/pkg/freeport"
 )
 
 // flakyKV answers every call with Unavailable from the server side, as a
@@ -92,7 +94,7 @@ func TestNeverSent(t *testing.T) {
 }
 
 func TestRetriesAreBounded(t *testing.T) {
-	dead := freeURL(t)
+	dead := freeport.URL(t)
 	c, err := New(Config{Endpoints: []string{dead.String()}, MaxRetries: 2, BackoffWaitBetween: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,7 @@ func TestRetriesAreBounded(t *testing.T) {
 }
 
 func TestDialTimeout(t *testing.T) {
-	dead := freeURL(t)
+	dead := freeport.URL(t)
 	start := time.Now()
 	_, err := New(Config{Endpoints: []string{dead.String()}, DialTimeout: 200 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) {

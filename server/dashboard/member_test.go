@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/cairnkv/cairn/pkg/freeport"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/embed"
 )
@@ -67,7 +67,7 @@ func tryStartCluster(t *testing.T, n int, configure func(*config.Config)) ([]*te
 	cfgs := make([]*config.Config, n)
 	var initial []string
 	for i := range cfgs {
-		clientURL, peerURL := freeURL(t), freeURL(t)
+		clientURL, peerURL := freeport.URL(t), freeport.URL(t)
 		cfg := config.NewConfig()
 		cfg.Name = "m" + string(rune('1'+i))
 		cfg.Dir = t.TempDir()
@@ -106,16 +106,6 @@ func waitReady(t *testing.T, m *embed.Member) {
 	case <-time.After(readyTimeout):
 		t.Fatal("member not ready")
 	}
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // grpcConn dials a member's client URL; closed when the test ends.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/pkg/freeport"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/discovery"
 	"github.com/cairnkv/cairn/server/embed"
@@ -23,20 +23,10 @@ import (
 // readyTimeout only keeps a broken member from hanging the test binary.
 const readyTimeout = 20 * time.Second
 
-func loopbackURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
-}
-
 // memberConfig is a one-member configuration on free loopback ports.
 func memberConfig(t *testing.T, name string) *config.Config {
 	t.Helper()
-	clientURL, peerURL := loopbackURL(t), loopbackURL(t)
+	clientURL, peerURL := freeport.URL(t), freeport.URL(t)
 	cfg := config.NewConfig()
 	cfg.Name = name
 	cfg.Dir = t.TempDir()
@@ -249,7 +239,7 @@ func TestSizeKeyErrors(t *testing.T) {
 }
 
 func TestUnreachableServiceGivesUp(t *testing.T) {
-	u := loopbackURL(t) // nothing listens there
+	u := freeport.URL(t) // nothing listens there
 	ep := u.String()
 	cfg := dcfg("tok", ep)
 	cfg.DialTimeout, cfg.RequestTimeout, cfg.MaxRetries = 0, 100*time.Millisecond, 1

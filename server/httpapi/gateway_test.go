@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/cairnkv/cairn/pkg/freeport"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/embed"
 	"github.com/cairnkv/cairn/server/httpapi"
@@ -37,7 +37,7 @@ const readyTimeout = 10 * time.Second
 // URL. It is closed when the test ends.
 func startMember(t *testing.T) string {
 	t.Helper()
-	clientURL, peerURL := loopbackURL(t), loopbackURL(t)
+	clientURL, peerURL := freeport.URL(t), freeport.URL(t)
 	cfg := config.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.TickMs, cfg.ElectionMs = 10, 100
@@ -57,17 +57,6 @@ func startMember(t *testing.T) string {
 		t.Fatal("member not ready")
 	}
 	return clientURL.String()
-}
-
-// loopbackURL is an http URL on a loopback port that is free right now.
-func loopbackURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // post sends body to url (a form post, as `curl -d` does) and returns the

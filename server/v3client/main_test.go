@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"syscall"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/cairnkv/cairn/api/v3electionpb"
 	"github.com/cairnkv/cairn/api/v3lockpb"
+	"github.com/cairnkv/cairn/pkg/freeport"
 	"github.com/cairnkv/cairn/server/config"
 	"github.com/cairnkv/cairn/server/embed"
 )
@@ -53,7 +53,7 @@ func startMember(t *testing.T) *conns {
 }
 
 func tryStartMember(t *testing.T) (*embed.Member, url.URL, error) {
-	clientURL, peerURL := freeURL(t), freeURL(t)
+	clientURL, peerURL := freeport.URL(t), freeport.URL(t)
 	cfg := config.NewConfig()
 	cfg.Name, cfg.Dir = "m0", t.TempDir()
 	cfg.TickMs, cfg.ElectionMs = 10, 100
@@ -83,16 +83,6 @@ func dial(t *testing.T, m *embed.Member, clientURL url.URL) *conns {
 		kv: pb.NewKVClient(cc), lease: pb.NewLeaseClient(cc), auth: pb.NewAuthClient(cc),
 		url: clientURL.String(),
 	}
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // testCtx bounds a test that would otherwise hang on a bug.
