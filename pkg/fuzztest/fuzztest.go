@@ -164,3 +164,18 @@ func Keys(b []byte) [][]byte {
 	}
 	return keys
 }
+
+// KeysSeed is the inverse of Keys for writing seeds by hand: each digit
+// 0-3 of s stands for KeyAlphabet[digit], a space ends a key. KeysSeed("1 03")
+// decodes to the keys "a" and "\x00\xff".
+func KeysSeed(s string) []byte {
+	var b []byte
+	for _, c := range s {
+		if c == ' ' {
+			b = append(b, 0xf0)
+		} else {
+			b = append(b, byte(c-'0'))
+		}
+	}
+	return b
+}

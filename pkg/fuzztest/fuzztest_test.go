@@ -55,3 +55,16 @@ func TestKeysSplitsAndMaps(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysSeedIsKeysInverse(t *testing.T) {
+	got := Keys(KeysSeed("1 03 "))
+	want := []string{"a", "\x00\xff", ""}
+	if len(got) != len(want) {
+		t.Fatalf("Keys(KeysSeed) = %q, want %q", got, want)
+	}
+	for i := range got {
+		if string(got[i]) != want[i] {
+			t.Fatalf("Keys(KeysSeed) = %q, want %q", got, want)
+		}
+	}
+}

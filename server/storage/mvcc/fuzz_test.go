@@ -84,19 +84,7 @@ func FuzzKeyRange(f *testing.F) {
 // TestFuzzSeeds keeps the committed seed corpus equal to its generator.
 // Regenerate with CAIRN_WRITE_FUZZ_SEEDS=1 go test -run TestFuzzSeeds.
 func TestFuzzSeeds(t *testing.T) {
-	// enc writes keys over fuzztest.KeyAlphabet: 0 for "\x00", 1 for 'a', 2 for
-	// 'b', 3 for 0xff, a space between keys.
-	enc := func(s string) []byte {
-		var b []byte
-		for _, c := range s {
-			if c == ' ' {
-				b = append(b, 0xf0)
-			} else {
-				b = append(b, byte(c-'0'))
-			}
-		}
-		return b
-	}
+	enc := fuzztest.KeysSeed // 0 for "\x00", 1 for 'a', 2 for 'b', 3 for 0xff, a space between keys
 	stored := enc("0 1 10 11 12 2 21 3 33 330")
 	fuzztest.Check(t, "FuzzKeyRange", []fuzztest.Seed{
 		{Name: "single-key", Args: []any{stored, enc("11"), uint8(endNil)}},
