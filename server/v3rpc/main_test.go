@@ -22,19 +22,15 @@ type testClients struct {
 	conn  *grpc.ClientConn
 }
 
-func serveFake(t *testing.T, f *fakeServer, cfg Config) *testClients {
+// serveConfigured serves s with NewServer(s, cfg) on a loopback listener
+// and returns a connection to it; both close when the test ends.
+func serveConfigured(t *testing.T, s Server, cfg Config) *grpc.ClientConn {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Maintenance == nil {
-		cfg.Maintenance = f
-	}
-	if cfg.KV == nil {
-		cfg.KV = f
-	}
-	gs := NewServer(f, cfg)
+	gs := NewServer(s, cfg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(l) }()
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -46,6 +42,18 @@ func serveFake(t *testing.T, f *fakeServer, cfg Config) *testClients {
 		gs.Stop()
 		<-served
 	})
+	return conn
+}
+
+func serveFake(t *testing.T, f *fakeServer, cfg Config) *testClients {
+	t.Helper()
+	if cfg.Maintenance == nil {
+		cfg.Maintenance = f
+	}
+	if cfg.KV == nil {
+		cfg.KV = f
+	}
+	conn := serveConfigured(t, f, cfg)
 	return &testClients{kv: pb.NewKVClient(conn), maint: pb.NewMaintenanceClient(conn), conn: conn}
 }
 

@@ -2,7 +2,6 @@ package v3rpc
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
@@ -71,10 +69,6 @@ func waitGroupBounded(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
 // serveServer is serveFake for any Server.
 func serveServer(t *testing.T, s Server, cfg Config) *grpc.ClientConn {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if m, ok := s.(MaintenanceServer); ok && cfg.Maintenance == nil {
 		cfg.Maintenance = m
 	}
@@ -84,19 +78,7 @@ func serveServer(t *testing.T, s Server, cfg Config) *grpc.ClientConn {
 	if ws, ok := s.(WatchServer); ok && cfg.Watch == nil {
 		cfg.Watch = ws
 	}
-	gs := NewServer(s, cfg)
-	served := make(chan struct{})
-	go func() { defer close(served); gs.Serve(l) }()
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		<-served
-	})
-	return conn
+	return serveConfigured(t, s, cfg)
 }
 
 func (f *watchFake) NewWatchStream() (mvcc.WatchStream, error) {
