@@ -107,7 +107,9 @@ func TestDecodeCommonRequestCopies(t *testing.T) {
 	}
 }
 
-func FuzzDecodeCommonRequest(f *testing.F) {
+// seedCommonRequests seeds f with the proto encoding of every
+// commonRequests case.
+func seedCommonRequests(f *testing.F) {
 	for _, r := range commonRequests() {
 		data, err := proto.Marshal(r)
 		if err != nil {
@@ -115,6 +117,10 @@ func FuzzDecodeCommonRequest(f *testing.F) {
 		}
 		f.Add(data)
 	}
+}
+
+func FuzzDecodeCommonRequest(f *testing.F) {
+	seedCommonRequests(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, ok := decodeCommonRequest(data); ok {
 			checkSameAsProto(t, data, r)

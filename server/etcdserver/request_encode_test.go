@@ -76,13 +76,7 @@ func TestEncodeCommonRequestLeavesOthersToProto(t *testing.T) {
 // Whatever proto decodes from arbitrary bytes and the hand encoder takes,
 // it encodes as proto.Marshal does.
 func FuzzEncodeCommonRequest(f *testing.F) {
-	for _, r := range commonRequests() {
-		data, err := proto.Marshal(r)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	seedCommonRequests(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &pb.InternalRaftRequest{}
 		if proto.Unmarshal(data, r) != nil {
