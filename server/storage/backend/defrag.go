@@ -53,9 +53,13 @@ const (
 	// transaction too. Each is synced before the next, and a WAL fdatasync
 	// that comes meanwhile queues behind that write on the disk they
 	// share: a few MB per sync (10,000 pairs of 256 B values) put 10-20 ms
-	// into the p99 of writes during a defrag. 256 KiB is about 2 ms at
-	// 130 MB/s, for a few more syncs (about 4 per MB copied).
-	defragBatchBytes = 256 << 10
+	// into the p99 of writes during a defrag. At 256 KiB a WAL-like
+	// fdatasync every 2 ms beside a copy syncing each batch still had a p90
+	// of 0.84-1.02 ms (0.45 ms alone) and a p99 of 1.5-2.3 ms; at 128 KiB
+	// 0.54-0.57 and 0.8-1.4 ms, for a copy about a fifth slower (this
+	// machine's virtio disk, ext4; 64 KiB gained no more and halved the
+	// copy's speed).
+	defragBatchBytes = 128 << 10
 	// defragFillPercent packs the new file's pages: keys arrive in order, so
 	// pages need little room for later inserts. The key bucket, which only
 	// ever grows at its end, is packed full (seqFillPercent): see
@@ -449,10 +453,13 @@ func (b *backend) retire(db *bolt.DB, unlinked *os.File) {
 // file's blocks (see shrinkInSteps). Traced at 1M keys, one 16 MiB step
 // took 17 ms and every WAL fdatasync meanwhile waited for it: the probe's
 // p99 in the 10 s after a defrag was 3-9x its idle p99. At 1 MiB a step
-// is about 1 ms and the after-defrag p99 came back to idle (300k keys:
-// 54 -> 2-4 ms); a 700 MB file is then freed in about 8 s.
+// is about 0.7 ms and the after-defrag p99 came down to about twice idle;
+// a WAL-like fdatasync every 2 ms beside the release had a p99 of
+// 0.9-1.6 ms at 1 MiB steps, 0.64-0.74 ms at 256 KiB (0.53-0.74 ms with
+// nothing beside it). At 256 KiB every 10 ms a file is freed at about
+// 25 MB/s: 1.4 GB in a minute.
 const (
-	retireShrinkStep  = 1 << 20
+	retireShrinkStep  = 256 << 10
 	retireShrinkPause = 10 * time.Millisecond
 )
 
