@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 )
@@ -28,6 +29,15 @@ func (r Revision) GreaterThan(o Revision) bool {
 		return r.Main > o.Main
 	}
 	return r.Sub > o.Sub
+}
+
+// compareRevisions orders revisions as the key bucket does: -1, 0 or 1
+// as a comes before, with or after b.
+func compareRevisions(a, b Revision) int {
+	if c := cmp.Compare(a.Main, b.Main); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Sub, b.Sub)
 }
 
 func (r Revision) String() string { return fmt.Sprintf("%d.%d", r.Main, r.Sub) }

@@ -1,9 +1,6 @@
 package mvcc
 
-import (
-	"cmp"
-	"slices"
-)
+import "slices"
 
 // revisionSet is the set of revisions a compaction keeps (or a hash at a
 // compacted revision counts). It is filled in key order by the index walk,
@@ -57,11 +54,4 @@ func (s *revisionSet) has(r Revision) bool {
 		s.at++
 	}
 	return s.at < len(s.revs) && s.revs[s.at] == r
-}
-
-func compareRevisions(a, b Revision) int {
-	if c := cmp.Compare(a.Main, b.Main); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Sub, b.Sub)
 }
