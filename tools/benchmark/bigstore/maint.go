@@ -52,8 +52,12 @@ func (r *runner) defrag(ctx context.Context, s *server) error {
 func (r *runner) probed(ctx context.Context, s *server, what string, call func(context.Context, *grpc.ClientConn) (int64, error)) (*maintenanceResult, error) {
 	var res maintenanceResult
 	err := withConn(s.member(), func(cc *grpc.ClientConn) error {
+		walr := newWALReader(s.member().ClientURL)
+		var wal [4]walFsyncs
+		wal[0] = walr.read(ctx)
 		p := startProbe(ctx, pb.NewKVClient(cc), r.cfg.probeInterval, r.cfg.probeKeys)
 		sleep(ctx, r.cfg.window)
+		wal[1] = walr.read(ctx)
 		callStart := p.since()
 		label := s.name + "-" + what
 		profiled := r.prof.capture(ctx, s.member().ClientURL, label+"-during", r.log)
@@ -61,13 +65,15 @@ func (r *runner) probed(ctx context.Context, s *server, what string, call func(c
 		rev, callErr := call(callCtx, cc)
 		cancel()
 		callEnd := p.since()
+		wal[2] = walr.read(ctx)
 		profiled()
 		profiled = r.prof.capture(ctx, s.member().ClientURL, label+"-after", r.log)
 		sleep(ctx, r.cfg.window)
+		wal[3] = walr.read(ctx)
 		profiled()
 		samples := p.finish()
 		res.Revision, res.TookSeconds = rev, (callEnd - callStart).Seconds()
-		res.Windows = splitWindows(samples, callStart, callEnd, r.cfg.window)
+		res.Windows = splitWindows(samples, callStart, callEnd, r.cfg.window, wal)
 		if callErr != nil {
 			res.Error = callErr.Error()
 		}

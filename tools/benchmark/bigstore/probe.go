@@ -129,8 +129,9 @@ var windowNames = [3]string{"before", "during", "after"}
 // splitWindows sorts samples into the window before the call
 // [callStart-width, callStart), the call [callStart, callEnd) and the
 // window after it [callEnd, callEnd+width), and summarises each. Samples
-// outside all three are dropped.
-func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration) []probeWindow {
+// outside all three are dropped. wal holds the server's WAL fsync
+// histogram at the four bounds of the windows.
+func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration, wal [4]walFsyncs) []probeWindow {
 	bounds := [3][2]time.Duration{
 		{callStart - width, callStart},
 		{callStart, callEnd},
@@ -154,6 +155,9 @@ func splitWindows(samples []probeSample, callStart, callEnd, width time.Duration
 	for i, rec := range recs {
 		out[i] = summarise(windowNames[i], rec, bounds[i][1]-bounds[i][0])
 		out[i].MaxSendDelay = late[i].Seconds()
+		if stalls, slowest, ok := wal[i+1].stallsSince(wal[i]); ok {
+			out[i].WAL = &walWindow{Stalls: stalls, SlowestBound: slowest}
+		}
 	}
 	return out
 }

@@ -85,7 +85,7 @@ func TestProbeRecordsErrors(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	samples := p.finish()
-	w := splitWindows(samples, 0, time.Hour, time.Hour)[1]
+	w := splitWindows(samples, 0, time.Hour, time.Hour, [4]walFsyncs{})[1]
 	if w.Failed != int64(len(samples)) || w.Succeeded != 0 || len(w.Errors) != 1 || w.Errors[0].Count != w.Failed {
 		t.Errorf("window %+v from %d failed puts", w, len(samples))
 	}

@@ -167,6 +167,8 @@ func maintenanceFigures(of func(*serverResult) *maintenanceResult) []figure {
 			figure{p + "puts", count, get(w(func(w probeWindow) float64 { return float64(w.Succeeded) }))},
 			figure{p + "errors", count, get(w(func(w probeWindow) float64 { return float64(w.Failed) }))},
 			figure{p + "send delay max", millis, get(w(func(w probeWindow) float64 { return w.MaxSendDelay }))},
+			figure{p + "WAL fsyncs over 32 ms", count, walFigure(of, i, func(w walWindow) float64 { return float64(w.Stalls) })},
+			figure{p + "slowest WAL fsync up to", millis, walFigure(of, i, func(w walWindow) float64 { return w.SlowestBound })},
 		)
 	}
 	return append(figs, sizeFigures("after: ", func(r *serverResult) (sizes, bool) {
@@ -176,6 +178,18 @@ func maintenanceFigures(of func(*serverResult) *maintenanceResult) []figure {
 		}
 		return m.After, true
 	})[2:5]...) // db file, dbSize, dbSizeInUse
+}
+
+// walFigure reads a WAL fsync figure of window i; false where the
+// server's metrics could not be read.
+func walFigure(of func(*serverResult) *maintenanceResult, i int, f func(walWindow) float64) func(*serverResult) (float64, bool) {
+	return func(r *serverResult) (float64, bool) {
+		m := of(r)
+		if m == nil || i >= len(m.Windows) || m.Windows[i].WAL == nil {
+			return 0, false
+		}
+		return f(*m.Windows[i].WAL), true
+	}
 }
 
 // median is the middle value (the mean of the two middle ones for an

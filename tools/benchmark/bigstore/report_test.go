@@ -29,7 +29,7 @@ func TestSplitWindows(t *testing.T) {
 		{at: ms(229), latency: ms(7)},               // after
 		{at: ms(230), latency: ms(1000)},            // past the last window: dropped
 	}
-	got := splitWindows(samples, ms(100), ms(130), ms(100))
+	got := splitWindows(samples, ms(100), ms(130), ms(100), [4]walFsyncs{})
 	want := []probeWindow{
 		{Name: "before", Seconds: 0.1, Succeeded: 3, Failed: 1, P50: 0.002, P99: 0.003, Max: 0.003,
 			Errors: []errorCount{{Message: "boom", Count: 1}}},
@@ -50,7 +50,7 @@ func TestSplitWindows(t *testing.T) {
 }
 
 func TestSplitWindowsEmpty(t *testing.T) {
-	for _, w := range splitWindows(nil, ms(10), ms(10), ms(10)) {
+	for _, w := range splitWindows(nil, ms(10), ms(10), ms(10), [4]walFsyncs{}) {
 		if w.Succeeded != 0 || w.Failed != 0 || w.P99 != 0 || w.Max != 0 {
 			t.Errorf("empty window %+v", w)
 		}

@@ -115,6 +115,16 @@ type probeWindow struct {
 	// MaxSendDelay is the longest a put left after its scheduled time:
 	// large values mean the probe itself was starved of CPU.
 	MaxSendDelay float64 `json:"max_send_delay_seconds"`
+	// WAL is what the server's own WAL fsyncs did in the window (see
+	// walsync.go); nil if its metrics could not be read.
+	WAL *walWindow `json:"wal_fsync,omitempty"`
+}
+
+// walWindow: the fsyncs slower than walStallThreshold, and the upper bound
+// of the slowest one's histogram bucket.
+type walWindow struct {
+	Stalls       int64   `json:"over_32ms"`
+	SlowestBound float64 `json:"slowest_bucket_seconds"`
 }
 
 type errorCount struct {
