@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -310,7 +311,7 @@ func TestPlanStreams(t *testing.T) {
 			t.Errorf("stream %d slow = %v", i, p.slow)
 		}
 	}
-	if want := []int{4, 3, 3, 1, 1}; !equalInts(sizes, want) {
+	if want := []int{4, 3, 3, 1, 1}; !slices.Equal(sizes, want) {
 		t.Errorf("stream sizes %v, want %v", sizes, want)
 	}
 	if plans[3].watchers[0] != 10 || plans[4].watchers[0] != 11 {
@@ -320,18 +321,6 @@ func TestPlanStreams(t *testing.T) {
 	if got := (&watchConfig{watchers: 2, streams: 5}).planStreams(1); len(got) != 2 {
 		t.Errorf("%d streams for 2 watchers", len(got))
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestWatchRange(t *testing.T) {
