@@ -5,6 +5,8 @@ package concurrency_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -75,6 +77,29 @@ func newWatchingClient(t *testing.T) (*client.Client, <-chan struct{}) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, opened
+}
+
+// cancelWhileWaiting is the scenario the canceled Lock and Campaign tests
+// share, run while another session holds prefix: wait starts the call on a
+// session of its own, the call's context is canceled once it watches its
+// predecessor, and the call must return context.Canceled and leave no key
+// of its session under prefix. what names the call in failures.
+func cancelWhileWaiting(t *testing.T, ctx context.Context, c *client.Client, prefix, what string,
+	wait func(context.Context, *concurrency.Session) <-chan error) {
+	t.Helper()
+	wc, watching := newWatchingClient(t)
+	s := newSession(t, wc)
+	wctx, cancel := context.WithCancel(ctx)
+	done := wait(wctx, s)
+	<-watching
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled %s: %v, want context.Canceled", what, err)
+	}
+	key := fmt.Sprintf("%s/%x", prefix, int64(s.Lease()))
+	if resp, err := c.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("canceled %s left its key %s (%v, %v)", what, key, resp.GetKvs(), err)
+	}
 }
 
 // newSession opens a session that is closed when the test ends.
