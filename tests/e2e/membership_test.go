@@ -223,13 +223,7 @@ func (c *cluster) removeMember(t *testing.T, via, i int) {
 // stops by itself).
 func (c *cluster) waitExited(t *testing.T, i int) {
 	t.Helper()
-	m := c.members[i]
-	exited := m.exited()
-	select {
-	case <-exited:
-	case <-time.After(clusterWait):
-		t.Fatalf("removed member %s still running after %v", m.name, clusterWait)
-	}
+	c.members[i].waitExit(t, clusterWait, "stop once removed")
 }
 
 // prepareJoin creates (without starting) a member that was added with
