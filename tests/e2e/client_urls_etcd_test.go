@@ -35,10 +35,7 @@ import (
 func TestClientURLFormsLikeEtcd(t *testing.T) {
 	ca := newTestCA(t)
 	cert, key, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
-	bins := map[string]string{"cairn": ""}
-	if !testing.Short() {
-		bins["etcd"] = etcdBinary(t)
-	}
+	bins := cairnAndEtcd(t)
 	scenarios := []struct {
 		name string
 		run  func(t *testing.T, bin string) []string
