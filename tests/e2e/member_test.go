@@ -206,8 +206,4 @@ func (m *member) client(t testing.TB) *clientv3.Client {
 }
 
 // ctx returns a context bounded by requestTimeout.
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return harness.Ctx(t, requestTimeout) }

@@ -129,11 +129,7 @@ func newClient(t *testing.T, endpoints ...string) *client.Client {
 	return c
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 20*time.Second) }
 
 // must returns v; an error fails the test with a panic (Go does not let a
 // two-value call be an argument next to t).

@@ -114,8 +114,4 @@ func newSession(t *testing.T, c *client.Client, opts ...concurrency.SessionOptio
 }
 
 // testCtx bounds a test that would otherwise hang on a bug.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 20*time.Second) }
