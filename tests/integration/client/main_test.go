@@ -121,12 +121,7 @@ func urls(members []*harness.Member) []string {
 // newClient connects to endpoints and closes the client when the test ends.
 func newClient(t *testing.T, endpoints ...string) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return harness.CairnClient(t, client.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
 }
 
 func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 20*time.Second) }

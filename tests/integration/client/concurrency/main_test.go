@@ -46,12 +46,7 @@ func startMember() error {
 // newClient connects to the shared member and closes when the test ends.
 func newClient(t *testing.T) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return harness.CairnClient(t, client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
 }
 
 // newWatchingClient is newClient whose channel receives a value each time
@@ -70,12 +65,8 @@ func newWatchingClient(t *testing.T) (*client.Client, <-chan struct{}) {
 		}
 		return streamer(ctx, desc, cc, method, opts...)
 	}
-	c, err := client.New(client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
+	c := harness.CairnClient(t, client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(signal)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	return c, opened
 }
 
