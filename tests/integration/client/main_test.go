@@ -92,6 +92,13 @@ func tryStartCluster(t *testing.T, n int, advertise func(i int, listen string) s
 
 func startMember(t *testing.T) *harness.Member { return startCluster(t, 1)[0] }
 
+// newMemberClient is the setup of the tests that need one member of their
+// own and nothing else: a client of a fresh member and the test's context.
+func newMemberClient(t *testing.T) (*client.Client, context.Context) {
+	t.Helper()
+	return newClient(t, startMember(t).Endpoint()), testCtx(t)
+}
+
 // stopMember stops m gracefully; cairn must exit cleanly. An unclean exit
 // fails the test but does not end it: the member is gone either way, and
 // a test's goroutines still use the cluster.
