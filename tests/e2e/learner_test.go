@@ -94,12 +94,8 @@ func (c *cluster) isLearner(t *testing.T, via int, id uint64) bool {
 // waitVoter waits until member id is a voter.
 func (c *cluster) waitVoter(t *testing.T, via int, id uint64) {
 	t.Helper()
-	deadline := time.Now().Add(clusterWait)
-	for c.isLearner(t, via, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("member %x still a learner after %v", id, clusterWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool { return !c.isLearner(t, via, id) }) {
+		t.Fatalf("member %x still a learner after %v", id, clusterWait)
 	}
 }
 

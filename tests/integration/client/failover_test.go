@@ -263,11 +263,7 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 // hanging the test.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(readyTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !harness.Poll(readyTimeout, 10*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
