@@ -10,6 +10,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // leaseExpiryWait bounds waiting for a lease of a few seconds to expire
@@ -42,9 +44,9 @@ func leaseIDs(t testing.TB, cli *clientv3.Client) []clientv3.LeaseID {
 // waitKeysGone waits until none of keys reads on cli (linearizable).
 func waitKeysGone(t testing.TB, cli *clientv3.Client, keys ...string) {
 	t.Helper()
-	deadline := time.Now().Add(leaseExpiryWait)
-	for {
-		left := 0
+	left := 0
+	if !harness.Poll(leaseExpiryWait, 100*time.Millisecond, func() bool {
+		left = 0
 		for _, k := range keys {
 			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			resp, err := cli.Get(cctx, k)
@@ -53,13 +55,9 @@ func waitKeysGone(t testing.TB, cli *clientv3.Client, keys ...string) {
 				left++
 			}
 		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the keys %q still present (or unreadable) %v later", left, keys, leaseExpiryWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return left == 0
+	}) {
+		t.Fatalf("%d of the keys %q still present (or unreadable) %v later", left, keys, leaseExpiryWait)
 	}
 }
 
