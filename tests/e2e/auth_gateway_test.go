@@ -39,8 +39,7 @@ func rangeBody(key string) string {
 // headers are the ones etcd v3.7.3 answers (measured with curl; the test
 // passes with CAIRN_E2E_REFERENCE=etcd).
 func TestAuthGateway(t *testing.T) {
-	m := startMember(t, memberOpts{bin: referenceBin(t)})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{bin: referenceBin(t)})
 
 	code, _, body := gatewayPost(t, m, "/v3/auth/authenticate", "", `{"name":"alice","password":"alicepw"}`)
 	var auth struct{ Token string }

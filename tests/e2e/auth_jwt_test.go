@@ -101,9 +101,7 @@ func TestAuthJWT(t *testing.T) {
 			dir := t.TempDir()
 			keys := newJWTKeys(t, dir, method)
 			other := newJWTKeys(t, t.TempDir(), method)
-			m := startMember(t, memberOpts{bin: referenceBin(t), args: []string{"--auth-token", keys.option + ",ttl=5m"}})
-			cli := m.client(t)
-			enableAuth(t, cli)
+			m, cli := startAuthMember(t, memberOpts{bin: referenceBin(t), args: []string{"--auth-token", keys.option + ",ttl=5m"}})
 
 			alice := authClient(t, "alice", "alicepw", m.clientURL)
 			_, err := alice.Put(ctx(t), "a/1", "x")
@@ -161,9 +159,7 @@ func tamper(t testing.TB, token string) string {
 // itself and goes on. Passes with CAIRN_E2E_REFERENCE=etcd.
 func TestAuthJWTExpiryReauthenticates(t *testing.T) {
 	keys := newJWTKeys(t, t.TempDir(), "RS256")
-	m := startMember(t, memberOpts{bin: referenceBin(t), args: []string{"--auth-token", keys.option + ",ttl=1s"}})
-	cli := m.client(t)
-	enableAuth(t, cli)
+	m, cli := startAuthMember(t, memberOpts{bin: referenceBin(t), args: []string{"--auth-token", keys.option + ",ttl=1s"}})
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	_, err := alice.Put(ctx(t), "a/1", "x")
 	must(t, err)

@@ -53,6 +53,17 @@ func enableAuth(t testing.TB, cli *clientv3.Client) {
 	must(t, err)
 }
 
+// startAuthMember is the setup of the single-member auth tests: a member
+// started with opts on which enableAuth has turned auth on, and the
+// member's client, which holds no credentials.
+func startAuthMember(t *testing.T, opts memberOpts) (*member, *clientv3.Client) {
+	t.Helper()
+	m := startMember(t, opts)
+	cli := m.client(t)
+	enableAuth(t, cli)
+	return m, cli
+}
+
 func TestAuthEnableNeedsRoot(t *testing.T) {
 	cli := startMember(t, memberOpts{}).client(t)
 	_, err := cli.AuthEnable(ctx(t))
@@ -64,8 +75,7 @@ func TestAuthEnableNeedsRoot(t *testing.T) {
 }
 
 func TestAuthPerKeyPermissions(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	c := ctx(t)
 
@@ -105,9 +115,7 @@ func TestAuthPerKeyPermissions(t *testing.T) {
 
 // TestAuthRequestsWithoutUser passes with CAIRN_E2E_REFERENCE=etcd.
 func TestAuthRequestsWithoutUser(t *testing.T) {
-	m := startMember(t, memberOpts{bin: referenceBin(t)})
-	cli := m.client(t)
-	enableAuth(t, cli)
+	m, cli := startAuthMember(t, memberOpts{bin: referenceBin(t)})
 	c := ctx(t)
 	_, err := cli.Put(c, "a/1", "x")
 	wantErr(t, err, rpctypes.ErrUserEmpty)
@@ -133,8 +141,7 @@ func TestAuthRequestsWithoutUser(t *testing.T) {
 }
 
 func TestAuthAdminOnly(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	root := authClient(t, "root", "rootpw", m.clientURL)
 	c := ctx(t)
@@ -174,8 +181,7 @@ func TestAuthAdminOnly(t *testing.T) {
 }
 
 func TestAuthenticateWrongPassword(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	_, err := clientv3.New(clientv3.Config{
 		Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		Username: "alice", Password: "wrong",
@@ -204,9 +210,7 @@ func getWithToken(t testing.TB, cli *clientv3.Client, token, key string) error {
 }
 
 func TestAuthSimpleTokenExpires(t *testing.T) {
-	m := startMember(t, memberOpts{args: []string{"--auth-token-ttl=1"}})
-	cli := m.client(t)
-	enableAuth(t, cli)
+	m, cli := startAuthMember(t, memberOpts{args: []string{"--auth-token-ttl=1"}})
 	token := rawToken(t, cli, "alice", "alicepw")
 	must(t, getWithToken(t, cli, token, "ro"))
 	time.Sleep(2500 * time.Millisecond)
@@ -220,9 +224,7 @@ func TestAuthSimpleTokenExpires(t *testing.T) {
 }
 
 func TestAuthPasswordChangeInvalidatesTokens(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	cli := m.client(t)
-	enableAuth(t, cli)
+	m, cli := startAuthMember(t, memberOpts{})
 	root := authClient(t, "root", "rootpw", m.clientURL)
 	token := rawToken(t, cli, "alice", "alicepw")
 	must(t, getWithToken(t, cli, token, "ro"))
@@ -239,8 +241,7 @@ func TestAuthPasswordChangeInvalidatesTokens(t *testing.T) {
 }
 
 func TestAuthRevokedPermissionApplies(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	root := authClient(t, "root", "rootpw", m.clientURL)
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	_, err := alice.Put(ctx(t), "a/1", "x")
@@ -254,8 +255,7 @@ func TestAuthRevokedPermissionApplies(t *testing.T) {
 }
 
 func TestAuthWatchPermission(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	resp := nextResp(t, alice.Watch(watchCtx(t), "secret"))
 	if !resp.Canceled {
@@ -274,8 +274,7 @@ func TestAuthWatchPermission(t *testing.T) {
 }
 
 func TestAuthLeaseKeys(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	enableAuth(t, m.client(t))
+	m, _ := startAuthMember(t, memberOpts{})
 	root := authClient(t, "root", "rootpw", m.clientURL)
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	c := ctx(t)
@@ -300,9 +299,7 @@ func TestAuthLeaseKeys(t *testing.T) {
 }
 
 func TestAuthDisable(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	cli := m.client(t)
-	enableAuth(t, cli)
+	m, cli := startAuthMember(t, memberOpts{})
 	alice := authClient(t, "alice", "alicepw", m.clientURL)
 	_, err := alice.AuthDisable(ctx(t))
 	wantErr(t, err, rpctypes.ErrPermissionDenied)

@@ -35,10 +35,7 @@ import (
 func TestClientURLFormsLikeEtcd(t *testing.T) {
 	ca := newTestCA(t)
 	cert, key, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
-	bins := map[string]string{"cairn": ""}
-	if !testing.Short() {
-		bins["etcd"] = etcdBinary(t)
-	}
+	bins := cairnAndEtcd(t)
 	scenarios := []struct {
 		name string
 		run  func(t *testing.T, bin string) []string
@@ -106,11 +103,7 @@ func probeSharedPort(t *testing.T, ca *testCA, cert, key, bin string) []string {
 		return kvPairs(r.Kvs), nil
 	})
 	out = append(out, "grpc over http: "+put, "grpc over https on the same port: "+get)
-	for _, p := range []struct {
-		what   string
-		client *http.Client
-		base   string
-	}{
+	for _, p := range []httpTarget{
 		{"http/1.1", httpClient(ca, false, ""), plain},
 		{"https h1", httpClient(ca, false, ""), secure},
 		{"https h2", httpClient(ca, true, ""), secure},
@@ -118,9 +111,7 @@ func probeSharedPort(t *testing.T, ca *testCA, cert, key, bin string) []string {
 		{"unixs h1", httpClient(ca, false, sockPath), "https://127.0.0.1"},
 		{"unixs h2", httpClient(ca, true, sockPath), "https://127.0.0.1"},
 	} {
-		for _, path := range []string{"/health", "/debug/vars", "/debug/pprof/", "/debug/requests"} {
-			out = append(out, p.what+" GET "+path+": "+httpProbe(t, p.client, http.MethodGet, p.base+path))
-		}
+		out = append(out, p.getEach(t, "/health", "/debug/vars", "/debug/pprof/", "/debug/requests")...)
 	}
 	out = append(out, "POST /debug/vars: "+httpProbe(t, httpClient(ca, false, ""), http.MethodPost, plain+"/debug/vars"))
 	return out
@@ -139,22 +130,35 @@ func probeClientHTTPURLs(t *testing.T, ca *testCA, cert, key, bin string) []stri
 		_, err := c.Put(ctx(t), "foo", "bar")
 		return "put", err
 	}))
-	for _, p := range []struct {
-		what   string
-		client *http.Client
-		base   string
-	}{
+	for _, p := range []httpTarget{
 		{"client url h1", httpClient(ca, false, ""), grpcURL},
 		{"client url h2", httpClient(ca, true, ""), grpcURL},
 		{"http url https h2", httpClient(ca, true, ""), hsecure},
 		{"http url https h1", httpClient(ca, false, ""), hsecure},
 		{"http url http/1.1", httpClient(ca, false, ""), hplain},
 	} {
-		for _, path := range []string{"/version", "/health", "/metrics", "/debug/vars", "/debug/pprof/", "/debug/requests", "/debug/events"} {
-			out = append(out, p.what+" GET "+path+": "+httpProbe(t, p.client, http.MethodGet, p.base+path))
-		}
+		out = append(out, p.getEach(t, "/version", "/health", "/metrics", "/debug/vars", "/debug/pprof/", "/debug/requests", "/debug/events")...)
 		body := strings.NewReader(fmt.Sprintf(`{"key":%q}`, b64("foo")))
 		out = append(out, p.what+" POST /v3/kv/range: "+httpProbeBody(t, p.client, http.MethodPost, p.base+"/v3/kv/range", body))
+	}
+	return out
+}
+
+// httpTarget is one way the probes reach a member's HTTP endpoints: a
+// client (protocol, transport) and the base URL it sends to.
+type httpTarget struct {
+	what   string
+	client *http.Client
+	base   string
+}
+
+// getEach GETs every path through the target and returns one line per path
+// naming the target, the path and the answer.
+func (p httpTarget) getEach(t *testing.T, paths ...string) []string {
+	t.Helper()
+	var out []string
+	for _, path := range paths {
+		out = append(out, p.what+" GET "+path+": "+httpProbe(t, p.client, http.MethodGet, p.base+path))
 	}
 	return out
 }

@@ -308,16 +308,11 @@ func TestClusterForeignMember(t *testing.T) {
 	// The refusal must be visible in the logs: the foreign member rejects
 	// A's raft traffic, or A's members are told their requests were
 	// refused, for the cluster ID mismatch.
-	deadline := time.Now().Add(clusterWait)
-	for {
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool {
 		logs := strings.ToLower(logSince(t, foreign) + logSince(t, c.members[0]) + logSince(t, c.members[1]))
-		if strings.Contains(logs, "cluster id mismatch") || strings.Contains(logs, "cluster-id mismatch") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cluster ID mismatch logged by the foreign member or by A's members within %v", clusterWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return strings.Contains(logs, "cluster id mismatch") || strings.Contains(logs, "cluster-id mismatch")
+	}) {
+		t.Fatalf("no cluster ID mismatch logged by the foreign member or by A's members within %v", clusterWait)
 	}
 
 	if err := gracefulExit(foreign.stop()); err != nil {

@@ -74,6 +74,18 @@ func etcdBinary(t testing.TB) string {
 	return harness.Etcd(t, "etcd")
 }
 
+// cairnAndEtcd maps the binaries a test that compares with etcd runs on, by
+// name, to the member's bin: "" for cairn and, outside -short mode (where
+// etcd is not built), etcd v3.7.3.
+func cairnAndEtcd(t testing.TB) map[string]string {
+	t.Helper()
+	bins := map[string]string{"cairn": ""}
+	if !testing.Short() {
+		bins["etcd"] = etcdBinary(t)
+	}
+	return bins
+}
+
 // startCluster starts o.size members with a shared --initial-cluster, waits
 // until every one is ready and all agree on one leader, and stops them all
 // (concurrently, SIGTERM then SIGKILL) when the test ends.

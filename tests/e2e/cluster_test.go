@@ -10,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestClusterReplication writes through every member of a 3-member cluster
@@ -151,12 +153,8 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 
 	waitAcked := func(target int64) {
 		t.Helper()
-		deadline := time.Now().Add(clusterWait)
-		for n.Load() < target {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d writes acknowledged, waiting for %d", n.Load(), target)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !harness.Poll(clusterWait, 10*time.Millisecond, func() bool { return n.Load() >= target }) {
+			t.Fatalf("only %d writes acknowledged, waiting for %d", n.Load(), target)
 		}
 	}
 	waitAcked(100)

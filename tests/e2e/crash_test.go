@@ -106,34 +106,47 @@ func maxRev(acked []ackedPut) int64 {
 	return r
 }
 
+// crashRounds is the loop the SIGKILL and the power-cut tests share. Each
+// round writes under load with keys "<name><round>/...", crashes the member
+// with crash after killAfter() acknowledged puts, restarts it, and checks
+// that the acknowledged puts of this and every earlier round are stored and
+// that the revision did not go back. It stops after the first failing round
+// and reports whether every round passed.
+func crashRounds(t *testing.T, m *member, rounds int, name, what string, killAfter func() int, crash func()) bool {
+	t.Helper()
+	var all []ackedPut
+	for round := range rounds {
+		cli := m.client(t)
+		acked := writeLoad(t, cli, fmt.Sprintf("%s%d", name, round), 8, killAfter(), crash)
+		cli.Close()
+		if m.running() {
+			t.Fatalf("member survived the %s", what)
+		}
+		m.restart()
+		cli = m.client(t)
+		all = append(all, acked...)
+		for r := 0; r <= round; r++ {
+			prefix := fmt.Sprintf("%s%d", name, r)
+			verifyAcked(t, cli, prefix, filterPrefix(all, prefix+"/"))
+		}
+		if rev := currentRev(t, cli); rev < maxRev(all) {
+			t.Errorf("round %d: revision after the %s and restart %d < highest acknowledged revision %d", round, what, rev, maxRev(all))
+		}
+		if t.Failed() {
+			return false
+		}
+	}
+	return true
+}
+
 func TestCrashSafetyUnderLoad(t *testing.T) {
 	rounds, killAfter := 3, 400
 	if testing.Short() {
 		rounds, killAfter = 1, 150
 	}
 	m := startMember(t, memberOpts{})
-	var all []ackedPut
-	for round := range rounds {
-		cli := m.client(t)
-		prefix := fmt.Sprintf("crash%d", round)
-		acked := writeLoad(t, cli, prefix, 8, killAfter, m.kill)
-		cli.Close()
-		if m.running() {
-			t.Fatal("member survived SIGKILL")
-		}
-		m.restart()
-		cli = m.client(t)
-		all = append(all, acked...)
-		// Every round's acknowledged writes, earlier rounds included.
-		for r := 0; r <= round; r++ {
-			verifyAcked(t, cli, fmt.Sprintf("crash%d", r), filterPrefix(all, fmt.Sprintf("crash%d/", r)))
-		}
-		if rev := currentRev(t, cli); rev < maxRev(all) {
-			t.Errorf("round %d: revision after restart %d < highest acknowledged revision %d", round, rev, maxRev(all))
-		}
-		if t.Failed() {
-			return
-		}
+	if !crashRounds(t, m, rounds, "crash", "SIGKILL", func() int { return killAfter }, m.kill) {
+		return
 	}
 
 	// The state recovered from the crash is stable: a clean stop and restart

@@ -392,35 +392,28 @@ func TestDashboardBrowserCluster(t *testing.T) {
 // that holds a bbolt database (its meta page's magic 0xED0CDAED).
 func waitDownload(t *testing.T, dir, prefix string) {
 	t.Helper()
-	deadline := time.Now().Add(browserWait)
-	for {
-		matches, _ := filepath.Glob(filepath.Join(dir, prefix+"*.db"))
-		if len(matches) == 1 {
-			b, err := os.ReadFile(matches[0])
-			if err == nil && len(b) >= 4096 && strings.Contains(string(b[:4096]), "\xed\xda\x0c\xed") {
-				return
-			}
+	var matches []string
+	if !harness.Poll(browserWait, 100*time.Millisecond, func() bool {
+		matches, _ = filepath.Glob(filepath.Join(dir, prefix+"*.db"))
+		if len(matches) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete snapshot download in %s: %v", dir, matches)
-		}
-		time.Sleep(100 * time.Millisecond)
+		b, err := os.ReadFile(matches[0])
+		return err == nil && len(b) >= 4096 && strings.Contains(string(b[:4096]), "\xed\xda\x0c\xed")
+	}) {
+		t.Fatalf("no complete snapshot download in %s: %v", dir, matches)
 	}
 }
 
 // waitCtlGet polls cairnctl get until key has value.
 func waitCtlGet(t *testing.T, ep, key, value string) {
 	t.Helper()
-	deadline := time.Now().Add(browserWait)
-	for {
-		out := cairnctl(t, ep, "get", "--print-value-only", key)
-		if strings.TrimSpace(out) == value {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cairnctl get %s = %q, want %q", key, out, value)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var out string
+	if !harness.Poll(browserWait, 100*time.Millisecond, func() bool {
+		out = cairnctl(t, ep, "get", "--print-value-only", key)
+		return strings.TrimSpace(out) == value
+	}) {
+		t.Fatalf("cairnctl get %s = %q, want %q", key, out, value)
 	}
 }
 

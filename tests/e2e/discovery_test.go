@@ -89,22 +89,7 @@ func TestDiscoveryV3(t *testing.T) {
 
 	// A fourth member with the same token is refused and exits non-zero.
 	extra := newMember(3)
-	extra.launch()
-	exited := extra.exited()
-	select {
-	case <-exited:
-	case <-time.After(startTimeout):
-		extra.kill()
-		t.Fatal("fourth member still running with a full discovery cluster")
-	}
-	if extra.exitError() == nil {
-		t.Fatal("fourth member exited with status 0, want non-zero")
-	}
-	log, err := os.ReadFile(extra.logPath)
-	must(t, err)
-	if !strings.Contains(string(log), "discovery: cluster is full") {
-		t.Fatalf("fourth member's log lacks %q:\n%s", "discovery: cluster is full", log)
-	}
+	wantRefused(t, extra, "discovery: cluster is full")
 	regs, err = dcli.Get(ctx(t), "/_etcd/registry/"+token+"/members/", clientv3.WithPrefix())
 	must(t, err)
 	if len(regs.Kvs) != 3 {
@@ -191,20 +176,20 @@ func TestDiscoveryV3WithAuth(t *testing.T) {
 	}
 
 	bad := discoveryMember(t, dir, 1, token+"-other", disc.clientURL, "--discovery-user", "disc", "--discovery-password", "wrong")
-	bad.launch()
-	exited := bad.exited()
-	select {
-	case <-exited:
-	case <-time.After(startTimeout):
-		bad.kill()
-		t.Fatal("member with a wrong discovery password still running")
+	wantRefused(t, bad, "authentication failed")
+}
+
+// wantRefused launches m, which discovery must refuse: it exits by itself
+// within startTimeout, with a non-zero status and reason in its log.
+func wantRefused(t *testing.T, m *member, reason string) {
+	t.Helper()
+	m.launch()
+	if err := m.waitExit(t, startTimeout, "exit refused by discovery"); err == nil {
+		t.Fatalf("member %s refused by discovery exited with status 0, want non-zero", m.name)
 	}
-	if bad.exitError() == nil {
-		t.Fatal("member with a wrong discovery password exited with status 0")
-	}
-	log, err := os.ReadFile(bad.logPath)
+	log, err := os.ReadFile(m.logPath)
 	must(t, err)
-	if !strings.Contains(string(log), "authentication failed") {
-		t.Fatalf("log of the member with a wrong password lacks %q:\n%s", "authentication failed", log)
+	if !strings.Contains(string(log), reason) {
+		t.Fatalf("log of member %s lacks %q:\n%s", m.name, reason, log)
 	}
 }

@@ -160,14 +160,9 @@ func putUntilError(t *testing.T, cli *clientv3.Client, prefix string, n int) []a
 // status 2 and the point named in its log.
 func waitCrash(t *testing.T, m *member, point string) {
 	t.Helper()
-	exited := m.exited()
-	select {
-	case <-exited:
-	case <-time.After(crashWait):
-		t.Fatalf("member still running %v after %s was armed", crashWait, point)
-	}
+	err := m.waitExit(t, crashWait, "crash at "+point)
 	var exit *exec.ExitError
-	if err := m.exitError(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Errorf("member exited with %v, want exit status 2", err)
 	}
 	log, err := os.ReadFile(m.logPath)

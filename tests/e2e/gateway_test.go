@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // The JSON gateway is driven here as curl users drive it: plain HTTP
@@ -223,15 +225,11 @@ func (s *gwSession) maintenance() {
 	// etcd records the storage version a little after it starts serving:
 	// until then Status reports none or the detected "3.5.0" and Snapshot
 	// carries no version. Wait until it follows the cluster version.
-	deadline := time.Now().Add(clusterWait)
-	for {
-		if _, st := s.call("maintenance/status", `{}`, ""); str(st, "storageVersion") == "3.7.0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("storageVersion in Status not 3.7.0 after %v", clusterWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool {
+		_, st := s.call("maintenance/status", `{}`, "")
+		return str(st, "storageVersion") == "3.7.0"
+	}) {
+		s.t.Fatalf("storageVersion in Status not 3.7.0 after %v", clusterWait)
 	}
 	s.do("status", "maintenance/status", `{}`, "")
 	s.do("alarm get", "maintenance/alarm", `{"action":"GET"}`, "")
@@ -295,12 +293,8 @@ func (s *gwSession) watch() {
 	s.do("put watched", "kv/put", fmt.Sprintf(`{"key":%q,"value":%q}`, b64("w"), b64("1")), "")
 	next("event")
 	cancel()
-	deadline := time.Now().Add(clusterWait)
-	for watchers() != before {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the watcher is still open %v after its connection closed", clusterWait)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !harness.Poll(clusterWait, 50*time.Millisecond, func() bool { return watchers() == before }) {
+		s.t.Fatalf("the watcher is still open %v after its connection closed", clusterWait)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // healthCase is one probe of a health endpoint and etcd v3.7's exact
@@ -57,16 +59,13 @@ func checkHealth(t *testing.T, baseURL string, cases []healthCase) {
 // waitHealth polls path on baseURL until it answers code.
 func waitHealth(t *testing.T, baseURL, path string, code int) {
 	t.Helper()
-	deadline := time.Now().Add(clusterWait)
-	for {
-		got, body := httpGet(t, baseURL+path)
-		if got == code {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s still answers %d %q after %v, want %d", path, got, body, clusterWait, code)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var got int
+	var body string
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool {
+		got, body = httpGet(t, baseURL+path)
+		return got == code
+	}) {
+		t.Fatalf("GET %s still answers %d %q after %v, want %d", path, got, body, clusterWait, code)
 	}
 }
 

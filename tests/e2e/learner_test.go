@@ -94,12 +94,8 @@ func (c *cluster) isLearner(t *testing.T, via int, id uint64) bool {
 // waitVoter waits until member id is a voter.
 func (c *cluster) waitVoter(t *testing.T, via int, id uint64) {
 	t.Helper()
-	deadline := time.Now().Add(clusterWait)
-	for c.isLearner(t, via, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("member %x still a learner after %v", id, clusterWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool { return !c.isLearner(t, via, id) }) {
+		t.Fatalf("member %x still a learner after %v", id, clusterWait)
 	}
 }
 
@@ -304,21 +300,18 @@ func TestLearnerStandbyFailover(t *testing.T) {
 	down := c.followerOtherThan(leader, standby)
 	c.members[down].kill()
 	c.waitVoter(t, leader, standbyID)
-	deadline := time.Now().Add(clusterWait)
-	for {
+	var members []*pb.Member
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool {
 		resp, err := c.clients[leader].MemberList(ctx(t))
 		must(t, err)
+		members = resp.Members
 		removed := true
-		for _, m := range resp.Members {
+		for _, m := range members {
 			removed = removed && m.ID != c.ids[down]
 		}
-		if removed && len(resp.Members) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead voter was not removed: %v", resp.Members)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return removed && len(members) == 3
+	}) {
+		t.Fatalf("the dead voter was not removed: %v", members)
 	}
 	w.waitProgress(t, 20)
 	w.stop(t)

@@ -10,6 +10,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // leaseExpiryWait bounds waiting for a lease of a few seconds to expire
@@ -42,9 +44,9 @@ func leaseIDs(t testing.TB, cli *clientv3.Client) []clientv3.LeaseID {
 // waitKeysGone waits until none of keys reads on cli (linearizable).
 func waitKeysGone(t testing.TB, cli *clientv3.Client, keys ...string) {
 	t.Helper()
-	deadline := time.Now().Add(leaseExpiryWait)
-	for {
-		left := 0
+	left := 0
+	if !harness.Poll(leaseExpiryWait, 100*time.Millisecond, func() bool {
+		left = 0
 		for _, k := range keys {
 			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			resp, err := cli.Get(cctx, k)
@@ -53,13 +55,9 @@ func waitKeysGone(t testing.TB, cli *clientv3.Client, keys ...string) {
 				left++
 			}
 		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the keys %q still present (or unreadable) %v later", left, keys, leaseExpiryWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return left == 0
+	}) {
+		t.Fatalf("%d of the keys %q still present (or unreadable) %v later", left, keys, leaseExpiryWait)
 	}
 }
 
@@ -280,17 +278,26 @@ func TestLeaseExplicitID(t *testing.T) {
 	}
 }
 
+// grantWithKeys grants a lease of ttl seconds and puts each key (value
+// "v") attached to it: the setup of the expiry, keepalive and restart
+// tests.
+func grantWithKeys(t *testing.T, cli *clientv3.Client, ttl int64, keys ...string) *clientv3.LeaseGrantResponse {
+	t.Helper()
+	g, err := cli.Grant(ctx(t), ttl)
+	must(t, err)
+	for _, k := range keys {
+		_, err := cli.Put(ctx(t), k, "v", clientv3.WithLease(g.ID))
+		must(t, err)
+	}
+	return g
+}
+
 // TestLeaseExpiry lets a short lease run out without keepalives: its keys
 // are deleted, in one revision, and the lease is gone.
 func TestLeaseExpiry(t *testing.T) {
 	m := startMember(t, memberOpts{})
 	cli := m.client(t)
-	g, err := cli.Grant(ctx(t), 2)
-	must(t, err)
-	for _, k := range []string{"e1", "e2"} {
-		_, err := cli.Put(ctx(t), k, "v", clientv3.WithLease(g.ID))
-		must(t, err)
-	}
+	g := grantWithKeys(t, cli, 2, "e1", "e2")
 	mustPut(t, cli, "stay", "s")
 	before := currentRev(t, cli)
 	waitKeysGone(t, cli, "e1", "e2")
@@ -386,10 +393,7 @@ func holdKey(t *testing.T, cli *clientv3.Client, key string, d time.Duration) {
 func TestLeaseKeepAlive(t *testing.T) {
 	m := startMember(t, memberOpts{})
 	cli := m.client(t)
-	g, err := cli.Grant(ctx(t), 2)
-	must(t, err)
-	_, err = cli.Put(ctx(t), "ka", "v", clientv3.WithLease(g.ID))
-	must(t, err)
+	g := grantWithKeys(t, cli, 2, "ka")
 	stop := keepAlive(t, cli, g.ID, 2)
 	holdKey(t, cli, "ka", 5*time.Second)
 	ttl, err := cli.TimeToLive(ctx(t), g.ID, clientv3.WithAttachedKeys())
@@ -415,17 +419,9 @@ func TestLeaseKeepAlive(t *testing.T) {
 func TestLeaseSurvivesRestart(t *testing.T) {
 	m := startMember(t, memberOpts{})
 	cli := m.client(t)
-	g, err := cli.Grant(ctx(t), 600)
-	must(t, err)
-	for _, k := range []string{"r1", "r2"} {
-		_, err := cli.Put(ctx(t), k, "v", clientv3.WithLease(g.ID))
-		must(t, err)
-	}
-	revoked, err := cli.Grant(ctx(t), 600)
-	must(t, err)
-	_, err = cli.Put(ctx(t), "gone", "v", clientv3.WithLease(revoked.ID))
-	must(t, err)
-	_, err = cli.Revoke(ctx(t), revoked.ID)
+	g := grantWithKeys(t, cli, 600, "r1", "r2")
+	revoked := grantWithKeys(t, cli, 600, "gone")
+	_, err := cli.Revoke(ctx(t), revoked.ID)
 	must(t, err)
 	_, err = pb.NewLeaseClient(cli.ActiveConnection()).LeaseGrant(ctx(t), &pb.LeaseGrantRequest{ID: 0xabc, TTL: 900})
 	must(t, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // backupLogName is lumberjack's backup naming, which etcd's rotated logs
@@ -77,16 +79,11 @@ func logBackups(t *testing.T, dir string) []string {
 // containing needle.
 func waitForLogLine(t *testing.T, path, needle string) {
 	t.Helper()
-	deadline := time.Now().Add(requestTimeout)
-	for {
+	if !harness.Poll(requestTimeout, 50*time.Millisecond, func() bool {
 		data, err := os.ReadFile(path)
 		must(t, err)
-		if strings.Contains(string(data), needle) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never received a line with %q", path, needle)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(string(data), needle)
+	}) {
+		t.Fatalf("%s never received a line with %q", path, needle)
 	}
 }

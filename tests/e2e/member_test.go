@@ -162,6 +162,20 @@ func (m *member) exited() <-chan struct{} { return m.proc.Exited() }
 
 func (m *member) exitError() error { return m.proc.ExitError() }
 
+// waitExit waits up to bound for the process to exit by itself and returns
+// its exit error. A process still running then is killed and fails the
+// test; what is what it should have done, for the message.
+func (m *member) waitExit(t *testing.T, bound time.Duration, what string) error {
+	t.Helper()
+	select {
+	case <-m.exited():
+	case <-time.After(bound):
+		m.kill()
+		t.Fatalf("member %s still running after %v: want it to %s", m.name, bound, what)
+	}
+	return m.exitError()
+}
+
 // signal sends sig and waits for the process to exit, killing it after
 // bound. It returns the process's exit error (nil for exit status 0).
 func (m *member) signal(sig syscall.Signal, bound time.Duration) error {
@@ -192,8 +206,4 @@ func (m *member) client(t testing.TB) *clientv3.Client {
 }
 
 // ctx returns a context bounded by requestTimeout.
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return harness.Ctx(t, requestTimeout) }

@@ -91,16 +91,12 @@ func (w *loadWriter) counts() (ok, failed int) {
 func (w *loadWriter) waitProgress(t *testing.T, n int) {
 	t.Helper()
 	ok0, _ := w.counts()
-	deadline := time.Now().Add(clusterWait)
-	for {
-		ok, failed := w.counts()
-		if ok >= ok0+n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writes stalled: %d acknowledged, %d failed (%d acknowledged when waiting began)", ok, failed, ok0)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var ok, failed int
+	if !harness.Poll(clusterWait, 10*time.Millisecond, func() bool {
+		ok, failed = w.counts()
+		return ok >= ok0+n
+	}) {
+		t.Fatalf("writes stalled: %d acknowledged, %d failed (%d acknowledged when waiting began)", ok, failed, ok0)
 	}
 }
 
@@ -223,13 +219,7 @@ func (c *cluster) removeMember(t *testing.T, via, i int) {
 // stops by itself).
 func (c *cluster) waitExited(t *testing.T, i int) {
 	t.Helper()
-	m := c.members[i]
-	exited := m.exited()
-	select {
-	case <-exited:
-	case <-time.After(clusterWait):
-		t.Fatalf("removed member %s still running after %v", m.name, clusterWait)
-	}
+	c.members[i].waitExit(t, clusterWait, "stop once removed")
 }
 
 // prepareJoin creates (without starting) a member that was added with

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // metricsWork makes a cluster do a little of everything that makes etcd
@@ -276,16 +278,11 @@ func waitLeaseExpired(t *testing.T, cli *clientv3.Client) {
 	t.Helper()
 	lease, err := cli.Grant(ctx(t), 1)
 	must(t, err)
-	deadline := time.Now().Add(clusterWait)
-	for {
+	if !harness.Poll(clusterWait, 100*time.Millisecond, func() bool {
 		ttl, err := cli.TimeToLive(ctx(t), lease.ID)
 		must(t, err)
-		if ttl.TTL == -1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease %x not expired after %v", lease.ID, clusterWait)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ttl.TTL == -1
+	}) {
+		t.Fatalf("lease %x not expired after %v", lease.ID, clusterWait)
 	}
 }

@@ -86,10 +86,7 @@ func checkUnixPeerCluster(t *testing.T, c *cluster) {
 func TestPeerUnixsListenerSpeaksTLS(t *testing.T) {
 	ca := newTestCA(t)
 	cert, key, _ := ca.issue("peer", certOpts{cn: "peer", ips: []string{"127.0.0.1"}})
-	bins := map[string]string{"cairn": ""}
-	if !testing.Short() {
-		bins["etcd"] = etcdBinary(t)
-	}
+	bins := cairnAndEtcd(t)
 	for name, bin := range bins {
 		t.Run(name, func(t *testing.T) {
 			m := newTLSMember(t, tlsMemberOpts{clientScheme: "http", peerScheme: "unixs", args: peerTLSArgs(ca, cert, key)})

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -49,27 +48,9 @@ func TestPowerCutLosesNoAcknowledgedWrite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	lfs, mnt := powerCutDisk(t)
 	m := startMember(t, memberOpts{dataDir: filepath.Join(mnt, "m0.etcd"), args: []string{"--snapshot-count", "500"}})
-	var all []ackedPut
-	for round := range rounds {
-		cli := m.client(t)
-		prefix := fmt.Sprintf("cut%d", round)
-		cut := func() {
-			m.kill()
-			must(t, lfs.PowerCut())
-		}
-		acked := writeLoad(t, cli, prefix, 8, 100+rng.IntN(1500), cut)
-		cli.Close()
-		m.restart()
-		cli = m.client(t)
-		all = append(all, acked...)
-		for r := 0; r <= round; r++ {
-			verifyAcked(t, cli, fmt.Sprintf("cut%d", r), filterPrefix(all, fmt.Sprintf("cut%d/", r)))
-		}
-		if rev := currentRev(t, cli); rev < maxRev(all) {
-			t.Errorf("round %d: revision after the power cut %d < highest acknowledged revision %d", round, rev, maxRev(all))
-		}
-		if t.Failed() {
-			return
-		}
+	cut := func() {
+		m.kill()
+		must(t, lfs.PowerCut())
 	}
+	crashRounds(t, m, rounds, "cut", "power cut", func() int { return 100 + rng.IntN(1500) }, cut)
 }

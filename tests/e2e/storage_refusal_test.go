@@ -34,9 +34,9 @@ func memberIDIn(out string) string {
 	return id
 }
 
-// mustRefuse runs the member's binary on its data dir and returns its
+// mustNotStart runs the member's binary on its data dir and returns its
 // output, failing unless the process exits with an error and never serves.
-func mustRefuse(t *testing.T, m *member) string {
+func mustNotStart(t *testing.T, m *member) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -50,10 +50,31 @@ func mustRefuse(t *testing.T, m *member) string {
 	if strings.Contains(string(out), readyLine) {
 		t.Fatalf("member served on damaged storage:\n%s", out)
 	}
-	if !strings.Contains(string(out), "inconsistent storage, refusing to start: ") {
+	return string(out)
+}
+
+// mustRefuse is mustNotStart for storage the member checks at start: it
+// must also have exited with the inconsistent-storage refusal.
+func mustRefuse(t *testing.T, m *member) string {
+	t.Helper()
+	out := mustNotStart(t, m)
+	if !strings.Contains(out, "inconsistent storage, refusing to start: ") {
 		t.Fatalf("member exited without the refusal:\n%s", out)
 	}
-	return string(out)
+	return out
+}
+
+// stoppedWithKeys starts a member with opts, puts n keys k0000, k0001, ...
+// with value and stops it cleanly: the data dir the storage tests damage.
+func stoppedWithKeys(t *testing.T, opts memberOpts, n int, value string) *member {
+	t.Helper()
+	m := startMember(t, opts)
+	cli := m.client(t)
+	for i := range n {
+		mustPut(t, cli, fmt.Sprintf("k%04d", i), value)
+	}
+	must(t, m.stop())
+	return m
 }
 
 // walSegments returns the member's WAL segments, oldest first.
@@ -83,12 +104,7 @@ func cutInTheMiddle(t *testing.T, seg string) int64 {
 // in the middle. The member used to repair it as a torn tail, restart tens
 // of thousands of entries behind its backend and time out every write.
 func TestRefusesCutWALSegment(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	cli := m.client(t)
-	for i := range 300 {
-		mustPut(t, cli, fmt.Sprintf("k%04d", i), strings.Repeat("v", 100))
-	}
-	must(t, m.stop())
+	m := stoppedWithKeys(t, memberOpts{}, 300, strings.Repeat("v", 100))
 	seg := walSegments(t, m.dataDir)[0]
 	cut := cutInTheMiddle(t, seg)
 
@@ -103,12 +119,7 @@ func TestRefusesCutWALSegment(t *testing.T) {
 // TestRefusesBackendWithoutItsWAL removes the WAL: the backend holds
 // entries no log backs any more.
 func TestRefusesBackendWithoutItsWAL(t *testing.T) {
-	m := startMember(t, memberOpts{})
-	cli := m.client(t)
-	for i := range 20 {
-		mustPut(t, cli, fmt.Sprintf("k%04d", i), "v")
-	}
-	must(t, m.stop())
+	m := stoppedWithKeys(t, memberOpts{}, 20, "v")
 	must(t, os.RemoveAll(filepath.Join(m.dataDir, "member", "wal")))
 
 	out := mustRefuse(t, m)
@@ -121,12 +132,7 @@ func TestRefusesBackendWithoutItsWAL(t *testing.T) {
 
 // TestRefusesMissingSnapshot deletes the newest .snap file the WAL names.
 func TestRefusesMissingSnapshot(t *testing.T) {
-	m := startMember(t, memberOpts{args: []string{"--snapshot-count", "50"}})
-	cli := m.client(t)
-	for i := range 200 {
-		mustPut(t, cli, fmt.Sprintf("k%04d", i), "v")
-	}
-	must(t, m.stop())
+	m := stoppedWithKeys(t, memberOpts{args: []string{"--snapshot-count", "50"}}, 200, "v")
 	snaps, err := filepath.Glob(filepath.Join(m.dataDir, "member", "snap", "*.snap"))
 	if err != nil || len(snaps) == 0 {
 		t.Fatalf("no .snap files: %v", err)

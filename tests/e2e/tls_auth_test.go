@@ -12,12 +12,9 @@ import (
 // certificate names, as in etcd.
 func TestTLSCertCommonNameIsAuthUser(t *testing.T) {
 	ca := newTestCA(t)
-	srvCert, srvKey, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
 	rootCert, rootKey, _ := ca.issue("root", certOpts{cn: "root"})
 	aliceCert, aliceKey, _ := ca.issue("alice", certOpts{cn: "alice"})
-	m := newTLSMember(t, tlsMemberOpts{args: []string{
-		"--cert-file", srvCert, "--key-file", srvKey, "--trusted-ca-file", ca.file, "--client-cert-auth",
-	}})
+	m := newTLSMember(t, tlsMemberOpts{args: ca.clientCertAuthArgs()})
 	m.start()
 
 	root := tlsClient(t, m.clientURL, ca.clientTLS(rootCert, rootKey))

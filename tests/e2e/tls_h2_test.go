@@ -15,10 +15,7 @@ import (
 func TestTLSHTTP2ReachesHTTPHandler(t *testing.T) {
 	ca := newTestCA(t)
 	srvCert, srvKey, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
-	bins := map[string]string{"cairn": ""}
-	if !testing.Short() {
-		bins["etcd"] = etcdBinary(t)
-	}
+	bins := cairnAndEtcd(t)
 	for name, bin := range bins {
 		t.Run(name, func(t *testing.T) {
 			m := newTLSMember(t, tlsMemberOpts{args: []string{"--cert-file", srvCert, "--key-file", srvKey}})

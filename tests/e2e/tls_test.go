@@ -127,6 +127,14 @@ func writePEMFile(t testing.TB, path, typ string, der []byte) {
 	must(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 }
 
+// clientCertAuthArgs issues a server certificate for 127.0.0.1 and returns
+// the member flags of a client endpoint that serves it and requires client
+// certificates signed by ca, followed by extra.
+func (ca *testCA) clientCertAuthArgs(extra ...string) []string {
+	srvCert, srvKey, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
+	return append([]string{"--cert-file", srvCert, "--key-file", srvKey, "--trusted-ca-file", ca.file, "--client-cert-auth"}, extra...)
+}
+
 // clientTLS is a client configuration trusting ca, presenting the given
 // certificate (none if certFile is empty).
 func (ca *testCA) clientTLS(certFile, keyFile string) *tls.Config {
@@ -203,11 +211,8 @@ func tlsClient(t testing.TB, endpoint string, cfg *tls.Config) *clientv3.Client 
 // certificate from another CA and a plaintext client do not.
 func TestTLSClientCertAuth(t *testing.T) {
 	ca := newTestCA(t)
-	srvCert, srvKey, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
 	cliCert, cliKey, _ := ca.issue("client", certOpts{cn: "root"})
-	m := newTLSMember(t, tlsMemberOpts{args: []string{
-		"--cert-file", srvCert, "--key-file", srvKey, "--trusted-ca-file", ca.file, "--client-cert-auth",
-	}})
+	m := newTLSMember(t, tlsMemberOpts{args: ca.clientCertAuthArgs()})
 	m.start()
 
 	cli := tlsClient(t, m.clientURL, ca.clientTLS(cliCert, cliKey))
@@ -445,13 +450,9 @@ func TestTLSPeerAllowedCN(t *testing.T) {
 // refused.
 func TestTLSClientCRL(t *testing.T) {
 	ca := newTestCA(t)
-	srvCert, srvKey, _ := ca.issue("server", certOpts{cn: "server", ips: []string{"127.0.0.1"}})
 	good, goodKey, _ := ca.issue("good", certOpts{cn: "good"})
 	revoked, revokedKey, serial := ca.issue("revoked", certOpts{cn: "revoked"})
-	m := newTLSMember(t, tlsMemberOpts{args: []string{
-		"--cert-file", srvCert, "--key-file", srvKey, "--trusted-ca-file", ca.file, "--client-cert-auth",
-		"--client-crl-file", ca.crl("crl.pem", serial),
-	}})
+	m := newTLSMember(t, tlsMemberOpts{args: ca.clientCertAuthArgs("--client-crl-file", ca.crl("crl.pem", serial))})
 	m.start()
 	mustPut(t, tlsClient(t, m.clientURL, ca.clientTLS(good, goodKey)), "k", "v")
 	cctx, cancel := context.WithTimeout(context.Background(), failTimeout)

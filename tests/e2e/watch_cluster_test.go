@@ -13,6 +13,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // Watch tests on a 3-member cluster: every watcher's event sequence is
@@ -371,12 +373,8 @@ func (l *wcLoad) stop(t testing.TB) {
 func (l *wcLoad) waitOK(t testing.TB, n int64) {
 	t.Helper()
 	want := l.ok.Load() + n
-	deadline := time.Now().Add(clusterWait)
-	for l.ok.Load() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("writes stalled: %d ok, %d failed", l.ok.Load(), l.failed.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !harness.Poll(clusterWait, 10*time.Millisecond, func() bool { return l.ok.Load() >= want }) {
+		t.Fatalf("writes stalled: %d ok, %d failed", l.ok.Load(), l.failed.Load())
 	}
 }
 
@@ -476,12 +474,8 @@ func TestWatchClusterResumeOnOtherMember(t *testing.T) {
 		}
 	}()
 	load.waitOK(t, before)
-	deadline := time.Now().Add(watchWait)
-	for first.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch on m%d delivered nothing within %v", l, watchWait)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !harness.Poll(watchWait, 10*time.Millisecond, func() bool { return first.count() > 0 }) {
+		t.Fatalf("the watch on m%d delivered nothing within %v", l, watchWait)
 	}
 	c.members[l].kill()
 	cancel()

@@ -286,21 +286,49 @@ func TestWatchLargeTxnFragment(t *testing.T) {
 	}
 }
 
+// followerWatch is the fixture of the tests that watch through a
+// follower while writing through the leader: the watch of a prefix on the
+// follower, created before the first put, and what it must deliver.
+type followerWatch struct {
+	t      *testing.T
+	leader *clientv3.Client
+	prefix string
+	wch    clientv3.WatchChan
+	want   []string
+}
+
+// watchFollower opens the watch of prefix on member f and waits until it
+// is created; puts go through member leader.
+func watchFollower(t *testing.T, c *cluster, leader, f int, prefix string) *followerWatch {
+	t.Helper()
+	wch := c.clients[f].Watch(watchCtx(t), prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	nextResp(t, wch)
+	return &followerWatch{t: t, leader: c.clients[leader], prefix: prefix, wch: wch}
+}
+
+// put writes key i (value i) through the leader and records the event the
+// watch must deliver for it.
+func (w *followerWatch) put(i int) {
+	w.t.Helper()
+	key := fmt.Sprintf("%s%03d", w.prefix, i)
+	rev := mustPut(w.t, w.leader, key, fmt.Sprint(i))
+	w.want = append(w.want, fmt.Sprintf("PUT %s=%d@%d", key, i, rev))
+}
+
+// wantEvents renders every recorded put as collectEvents renders events.
+func (w *followerWatch) wantEvents() string { return strings.Join(w.want, ",") }
+
 // TestWatchOnFollower: a watch served by a follower sees the writes made
 // through the leader, in order.
 func TestWatchOnFollower(t *testing.T) {
 	c := startCluster(t, clusterOpts{size: 3})
 	leader := c.waitLeader(c.all()...)
-	follower := c.except(leader)[0]
-	wch := c.clients[follower].Watch(watchCtx(t), "f/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-	nextResp(t, wch)
-	var want []string
+	w := watchFollower(t, c, leader, c.except(leader)[0], "f/")
 	for i := range 20 {
-		rev := mustPut(t, c.clients[leader], fmt.Sprintf("f/%02d", i), fmt.Sprint(i))
-		want = append(want, fmt.Sprintf("PUT f/%02d=%d@%d", i, i, rev))
+		w.put(i)
 	}
-	if got := collectEvents(t, wch, 20); got != strings.Join(want, ",") {
-		t.Fatalf("follower watch: %q, want %q", got, strings.Join(want, ","))
+	if got := collectEvents(t, w.wch, 20); got != w.wantEvents() {
+		t.Fatalf("follower watch: %q, want %q", got, w.wantEvents())
 	}
 }
 
@@ -311,27 +339,21 @@ func TestWatchResumeAfterRestart(t *testing.T) {
 	c := startCluster(t, clusterOpts{size: 3})
 	leader := c.waitLeader(c.all()...)
 	watched := c.except(leader)[0]
-	wch := c.clients[watched].Watch(watchCtx(t), "r/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-	nextResp(t, wch)
-	var want []string
-	put := func(i int) {
-		rev := mustPut(t, c.clients[leader], fmt.Sprintf("r/%02d", i), fmt.Sprint(i))
-		want = append(want, fmt.Sprintf("PUT r/%02d=%d@%d", i, i, rev))
-	}
+	w := watchFollower(t, c, leader, watched, "r/")
 	for i := range 5 {
-		put(i)
+		w.put(i)
 	}
-	before := collectEvents(t, wch, 5)
+	before := collectEvents(t, w.wch, 5)
 	c.members[watched].kill()
 	for i := 5; i < 15; i++ {
-		put(i)
+		w.put(i)
 	}
 	c.members[watched].restart()
-	after := collectEvents(t, wch, 10)
-	if got := before + "," + after; got != strings.Join(want, ",") {
-		t.Fatalf("events across the restart:\n got %q\nwant %q", got, strings.Join(want, ","))
+	after := collectEvents(t, w.wch, 10)
+	if got := before + "," + after; got != w.wantEvents() {
+		t.Fatalf("events across the restart:\n got %q\nwant %q", got, w.wantEvents())
 	}
-	noResp(t, wch)
+	noResp(t, w.wch)
 }
 
 // TestWatchAcrossSnapshotInstall: a follower cut off while the leader
@@ -342,27 +364,21 @@ func TestWatchAcrossSnapshotInstall(t *testing.T) {
 	c := startCluster(t, clusterOpts{size: 3, proxies: true, args: []string{"--snapshot-count", "100", "--snapshot-catchup-entries", "10"}})
 	leader := c.waitLeader(c.all()...)
 	f := c.except(leader)[0]
-	wch := c.clients[f].Watch(watchCtx(t), "s/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-	nextResp(t, wch)
-	var want []string
-	put := func(i int) {
-		rev := mustPut(t, c.clients[leader], fmt.Sprintf("s/%03d", i), fmt.Sprint(i))
-		want = append(want, fmt.Sprintf("PUT s/%03d=%d@%d", i, i, rev))
-	}
-	put(0)
-	before := collectEvents(t, wch, 1)
+	w := watchFollower(t, c, leader, f, "s/")
+	w.put(0)
+	before := collectEvents(t, w.wch, 1)
 	c.isolate(f)
 	const writes = 300
 	for i := 1; i <= writes; i++ {
-		put(i)
+		w.put(i)
 	}
 	c.heal(f)
-	after := collectEvents(t, wch, writes)
-	if got := before + "," + after; got != strings.Join(want, ",") {
-		t.Fatalf("events across the snapshot install differ:\n got %q\nwant %q", got, strings.Join(want, ","))
+	after := collectEvents(t, w.wch, writes)
+	if got := before + "," + after; got != w.wantEvents() {
+		t.Fatalf("events across the snapshot install differ:\n got %q\nwant %q", got, w.wantEvents())
 	}
 	if log := logSince(t, c.members[f]); !strings.Contains(log, "applied snapshot") {
 		t.Errorf("m%d did not apply a snapshot from the leader; its log:\n%s", f, log)
 	}
-	noResp(t, wch)
+	noResp(t, w.wch)
 }

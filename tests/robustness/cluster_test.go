@@ -341,7 +341,7 @@ func (c *cluster) settle(d time.Duration) (int64, error) {
 			revs = append(revs, r)
 		}
 		if lastErr == nil && len(revs) == len(c.procs) && revs[0] == revs[len(revs)-1] && revs[0] == revs[1] {
-			if slicesEqual(revs, last) {
+			if slices.Equal(revs, last) {
 				stable++
 				if stable >= 2 {
 					return revs[0], nil
@@ -354,18 +354,6 @@ func (c *cluster) settle(d time.Duration) (int64, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("cluster did not settle within %v: last revisions %v, last error %v", d, last, lastErr)
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // hashKVs returns every member's HashKV at rev.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // hop is one hand-made operation: client, call and return time, request
@@ -225,8 +227,4 @@ func TestBuildHistoryNoSpace(t *testing.T) {
 }
 
 // minute is a context that ends a minute from now or with the test.
-func minute(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func minute(t *testing.T) context.Context { return harness.Ctx(t, time.Minute) }

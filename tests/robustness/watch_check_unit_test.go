@@ -38,6 +38,26 @@ func progressAt(rev int64) watchResp { return watchResp{progress: true, header: 
 
 func resumeAt(rev int64) watchResp { return watchResp{resume: true, resumeRev: rev} }
 
+// matchProblem is the check the watch-check tables share: with want empty
+// there must be no problem; otherwise one problem must contain want, and
+// that problem is returned for further checks.
+func matchProblem(t *testing.T, problems []string, want string) string {
+	t.Helper()
+	if want == "" {
+		if len(problems) > 0 {
+			t.Fatalf("unexpected problems: %q", problems)
+		}
+		return ""
+	}
+	for _, p := range problems {
+		if strings.Contains(p, want) {
+			return p
+		}
+	}
+	t.Fatalf("no problem containing %q in %q", want, problems)
+	return ""
+}
+
 func TestCheckWatch(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -64,22 +84,10 @@ func TestCheckWatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &watchLog{member: 1, id: 0, startRev: 1, resps: tc.resps}
-			problems := checkWatch(l, testHistory, 6, nil)
-			if tc.want == "" {
-				if len(problems) > 0 {
-					t.Fatalf("unexpected problems: %q", problems)
-				}
-				return
+			p := matchProblem(t, checkWatch(l, testHistory, 6, nil), tc.want)
+			if tc.want != "" && !strings.HasPrefix(p, "m1 watcher 0: ") {
+				t.Errorf("problem does not name the watcher: %q", p)
 			}
-			for _, p := range problems {
-				if strings.Contains(p, tc.want) {
-					if !strings.HasPrefix(p, "m1 watcher 0: ") {
-						t.Errorf("problem does not name the watcher: %q", p)
-					}
-					return
-				}
-			}
-			t.Fatalf("no problem containing %q in %q", tc.want, problems)
 		})
 	}
 }
@@ -154,19 +162,7 @@ func TestCheckWatchPrevKV(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &watchLog{member: 1, id: 0, prevKV: true, startRev: 1, resps: tc.resps}
-			problems := checkWatch(l, prevHistory, 6, tc.compactions)
-			if tc.want == "" {
-				if len(problems) > 0 {
-					t.Fatalf("unexpected problems: %q", problems)
-				}
-				return
-			}
-			for _, p := range problems {
-				if strings.Contains(p, tc.want) {
-					return
-				}
-			}
-			t.Fatalf("no problem containing %q in %q", tc.want, problems)
+			matchProblem(t, checkWatch(l, prevHistory, 6, tc.compactions), tc.want)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,14 +191,22 @@ func runStreamTool(t *testing.T, addr string, out any, args ...string) (string, 
 	return stdout.String(), err
 }
 
+// mustRunStreamTool is runStreamTool for a run that must succeed; it
+// returns the run's output.
+func mustRunStreamTool(t *testing.T, addr string, out any, args ...string) string {
+	t.Helper()
+	stdout, err := runStreamTool(t, addr, out, args...)
+	if err != nil {
+		t.Fatalf("execute: %v\n%s", err, stdout)
+	}
+	return stdout
+}
+
 func TestWatchLatencyEndToEnd(t *testing.T) {
 	f := newFakeWatchKV()
 	var rep testWatchReport
-	out, err := runStreamTool(t, startWatchFake(t, f), &rep, "--conns", "2", "--clients", "3",
+	out := mustRunStreamTool(t, startWatchFake(t, f), &rep, "--conns", "2", "--clients", "3",
 		"watch-latency", "--watchers", "7", "--streams", "3", "--put-total", "50", "--key-space-size", "4", "--key-size", "2")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
 	t.Logf("output:\n%s", out)
 	d := rep.Delivery
 	if d.ExpectedEvents != 350 || d.ReceivedEvents != 350 || d.MissingEvents != 0 || d.CompleteFast != 7 || d.PutsSucceeded != 50 {
@@ -223,11 +232,8 @@ func TestWatchLatencyEndToEnd(t *testing.T) {
 
 func TestWatchSlowWatchersGetEverything(t *testing.T) {
 	var rep testWatchReport
-	out, err := runStreamTool(t, startWatchFake(t, newFakeWatchKV()), &rep,
+	out := mustRunStreamTool(t, startWatchFake(t, newFakeWatchKV()), &rep,
 		"watch", "--watchers", "4", "--streams", "2", "--put-total", "20", "--slow-watchers", "2", "--slow-delay", "2ms")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
 	d := rep.Delivery
 	if d.CompleteFast != 4 || d.CompleteSlow != 2 || d.ReceivedEvents != 120 || d.ExpectedEvents != 120 {
 		t.Errorf("delivery = %+v", d)
@@ -310,7 +316,7 @@ func TestPlanStreams(t *testing.T) {
 			t.Errorf("stream %d slow = %v", i, p.slow)
 		}
 	}
-	if want := []int{4, 3, 3, 1, 1}; !equalInts(sizes, want) {
+	if want := []int{4, 3, 3, 1, 1}; !slices.Equal(sizes, want) {
 		t.Errorf("stream sizes %v, want %v", sizes, want)
 	}
 	if plans[3].watchers[0] != 10 || plans[4].watchers[0] != 11 {
@@ -320,18 +326,6 @@ func TestPlanStreams(t *testing.T) {
 	if got := (&watchConfig{watchers: 2, streams: 5}).planStreams(1); len(got) != 2 {
 		t.Errorf("%d streams for 2 watchers", len(got))
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestWatchRange(t *testing.T) {
@@ -362,53 +356,42 @@ func TestPutPacing(t *testing.T) {
 	// 11 puts at 100/s: the last is due 100ms after the first.
 	var rep testWatchReport
 	start := time.Now()
-	out, err := runStreamTool(t, startWatchFake(t, newFakeWatchKV()), &rep, "--clients", "4",
+	mustRunStreamTool(t, startWatchFake(t, newFakeWatchKV()), &rep, "--clients", "4",
 		"watch-latency", "--watchers", "1", "--put-total", "11", "--put-rate", "100")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
 	if took := time.Since(start); took < 100*time.Millisecond {
 		t.Errorf("paced run took %v, want at least 100ms", took)
 	}
 }
 
-func TestLeaseKeepAliveEndToEnd(t *testing.T) {
-	f := newFakeWatchKV()
-	var rep testReport
-	out, err := runStreamTool(t, startWatchFake(t, f), &rep, "--clients", "4", "--conns", "2", "lease-keepalive", "--total", "100")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
-	if rep.Planned != 100 || rep.Succeeded != 100 || rep.Failed != 0 || len(rep.Percentiles) == 0 {
-		t.Errorf("report %+v", rep)
-	}
-	if !strings.Contains(out, "Keepalives/sec:") {
-		t.Errorf("output:\n%s", out)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.keepalives != 100 || f.grants != 4 || f.revokes != 4 {
-		t.Errorf("server saw %d keepalives, %d grants, %d revokes; want 100, 4, 4", f.keepalives, f.grants, f.revokes)
-	}
-}
+// leaseCalls counts the lease calls the fake server saw.
+type leaseCalls struct{ keepalives, grants, revokes int }
 
-func TestLeaseGrantEndToEnd(t *testing.T) {
-	f := newFakeWatchKV()
-	var rep testReport
-	out, err := runStreamTool(t, startWatchFake(t, f), &rep, "--clients", "4", "--conns", "2", "lease-grant", "--total", "100")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
-	if rep.Planned != 100 || rep.Succeeded != 100 || rep.Failed != 0 || len(rep.Percentiles) == 0 {
-		t.Errorf("report %+v", rep)
-	}
-	if !strings.Contains(out, "Grants/sec:") {
-		t.Errorf("output:\n%s", out)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.grants != 100 || f.revokes != 100 {
-		t.Errorf("server saw %d grants, %d revokes; want 100 and 100 (every lease revoked after the run)", f.grants, f.revokes)
+func TestLeaseCommandsEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, rateLine string
+		want          leaseCalls
+	}{
+		// Four clients keep one lease each alive and revoke it at the end.
+		{"lease-keepalive", "Keepalives/sec:", leaseCalls{keepalives: 100, grants: 4, revokes: 4}},
+		// Every lease granted is revoked after the run.
+		{"lease-grant", "Grants/sec:", leaseCalls{grants: 100, revokes: 100}},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			f := newFakeWatchKV()
+			var rep testReport
+			out := mustRunStreamTool(t, startWatchFake(t, f), &rep, "--clients", "4", "--conns", "2", tc.cmd, "--total", "100")
+			if rep.Planned != 100 || rep.Succeeded != 100 || rep.Failed != 0 || len(rep.Percentiles) == 0 {
+				t.Errorf("report %+v", rep)
+			}
+			if !strings.Contains(out, tc.rateLine) {
+				t.Errorf("output lacks %q:\n%s", tc.rateLine, out)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if got := (leaseCalls{f.keepalives, f.grants, f.revokes}); got != tc.want {
+				t.Errorf("server saw %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -416,10 +399,7 @@ func TestLeaseKeepAliveCountsExpiredLease(t *testing.T) {
 	f := newFakeWatchKV()
 	f.expireAfter = 30
 	var rep testReport
-	out, err := runStreamTool(t, startWatchFake(t, f), &rep, "--clients", "2", "lease-keepalive", "--total", "50")
-	if err != nil {
-		t.Fatalf("execute: %v\n%s", err, out)
-	}
+	mustRunStreamTool(t, startWatchFake(t, f), &rep, "--clients", "2", "lease-keepalive", "--total", "50")
 	if rep.Succeeded != 30 || rep.Failed != 20 || len(rep.Errors) != 1 || rep.Errors[0].Message != errLeaseNotFound.Error() {
 		t.Errorf("report %+v", rep)
 	}

@@ -133,12 +133,8 @@ func (p *proc) wait(t *testing.T) result {
 // eventually polls cond until it holds; the limit only catches hangs.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: gave up", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !harness.Poll(hangLimit, 20*time.Millisecond, cond) {
+		t.Fatalf("waiting for %s: gave up", what)
 	}
 }
 

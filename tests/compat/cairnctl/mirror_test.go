@@ -52,21 +52,30 @@ func startMirror(t *testing.T, bin string, m *member, args ...string) (stop func
 	return stop
 }
 
+// waitMirrored runs etcdctl with args on each destination until has holds
+// for its output at all of them, for up to 30 s, and returns the address
+// of a destination where it never held ("" when it held everywhere).
+func waitMirrored(t *testing.T, dst twins, has func(stdout string) bool, args ...string) string {
+	t.Helper()
+	missing := ""
+	harness.Poll(30*time.Second, 50*time.Millisecond, func() bool {
+		for _, m := range dst.ms {
+			if !has(runTool(t, etcdctlBin, m, s(args...)).stdout) {
+				missing = m.hostPort
+				return false
+			}
+		}
+		missing = ""
+		return true
+	})
+	return missing
+}
+
 // waitFor waits until key has arrived at both destinations.
 func waitFor(t *testing.T, dst twins, key string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, m := range dst.ms {
-		for {
-			r := runTool(t, etcdctlBin, m, s("get", key))
-			if strings.Contains(r.stdout, key) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never arrived at %s", key, m.hostPort)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	if missing := waitMirrored(t, dst, func(out string) bool { return strings.Contains(out, key) }, "get", key); missing != "" {
+		t.Fatalf("%s never arrived at %s", key, missing)
 	}
 }
 
@@ -79,14 +88,8 @@ func TestMakeMirrorDestAuth(t *testing.T) {
 	for i, bin := range []string{etcdctlBin, cairnctlBin} {
 		startMirror(t, bin, src.ms[i], "--dest-user", "root", "--dest-password", "pw", dst.ms[i].hostPort)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, m := range dst.ms {
-		for !strings.Contains(runTool(t, etcdctlBin, m, s("--user=root:pw", "get", "/a/1")).stdout, "one") {
-			if time.Now().After(deadline) {
-				t.Fatalf("/a/1 never arrived at %s", m.hostPort)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	if missing := waitMirrored(t, dst, func(out string) bool { return strings.Contains(out, "one") }, "--user=root:pw", "get", "/a/1"); missing != "" {
+		t.Fatalf("/a/1 never arrived at %s", missing)
 	}
 	var got [2]result
 	for i, bin := range []string{etcdctlBin, cairnctlBin} {

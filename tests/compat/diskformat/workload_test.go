@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // bigValues puts this many values of bigValueSize bytes so that more than
@@ -210,16 +212,12 @@ func writesFurther(t *testing.T, m *member, cli *clientv3.Client, rev int64) {
 // first WAL segment and kept at most 2 .snap files (--max-snapshots 2).
 func waitPurged(t *testing.T, m *member) {
 	t.Helper()
-	deadline := time.Now().Add(75 * time.Second)
-	for {
-		wals := listFiles(t, m.walDir(), ".wal")
-		snaps := listFiles(t, m.snapDir(), ".snap")
-		if len(wals) == 1 && wals[0] != "0000000000000000-0000000000000000.wal" && len(snaps) <= 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no WAL/snap purge: wal=%v snap=%v; log:\n%s", m.kind, wals, snaps, m.logTail())
-		}
-		time.Sleep(200 * time.Millisecond)
+	var wals, snaps []string
+	if !harness.Poll(75*time.Second, 200*time.Millisecond, func() bool {
+		wals = listFiles(t, m.walDir(), ".wal")
+		snaps = listFiles(t, m.snapDir(), ".snap")
+		return len(wals) == 1 && wals[0] != "0000000000000000-0000000000000000.wal" && len(snaps) <= 2
+	}) {
+		t.Fatalf("%s: no WAL/snap purge: wal=%v snap=%v; log:\n%s", m.kind, wals, snaps, m.logTail())
 	}
 }

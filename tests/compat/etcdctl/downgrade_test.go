@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestDowngrade compares etcdctl downgrade validate/enable/cancel, their
@@ -51,16 +53,12 @@ func TestDowngradeLowersClusterVersion(t *testing.T) {
 		}
 		for _, s := range p.both() {
 			want := map[string]string{"etcdcluster": phase.want, "storage": phase.want}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				got := versionDoc(t, s)
-				if got["etcdcluster"] == want["etcdcluster"] && got["storage"] == want["storage"] {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s after %v: /version = %v, want cluster and storage %s", s.kind, phase.args, got, phase.want)
-				}
-				time.Sleep(200 * time.Millisecond)
+			var got map[string]string
+			if !harness.Poll(30*time.Second, 200*time.Millisecond, func() bool {
+				got = versionDoc(t, s)
+				return got["etcdcluster"] == want["etcdcluster"] && got["storage"] == want["storage"]
+			}) {
+				t.Fatalf("%s after %v: /version = %v, want cluster and storage %s", s.kind, phase.args, got, phase.want)
 			}
 		}
 	}

@@ -63,11 +63,7 @@ func connect(t *testing.T, hostPort string) clients {
 }
 
 // testCtx bounds a test that would otherwise hang on a bug.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 30*time.Second) }
 
 // async runs f and returns the channel of its error.
 func async(f func() error) <-chan error {

@@ -55,12 +55,7 @@ func userClient(t *testing.T, url, user, password string, opts ...grpc.DialOptio
 // userClientWith is userClient with a HealthCheckInterval.
 func userClientWith(t *testing.T, url, user, password string, healthCheck time.Duration, opts ...grpc.DialOption) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Username: user, Password: password, HealthCheckInterval: healthCheck, DialOptions: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return harness.CairnClient(t, client.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Username: user, Password: password, HealthCheckInterval: healthCheck, DialOptions: opts})
 }
 
 // issuedTokens records the tokens a server issues to one client: an
@@ -284,12 +279,7 @@ func TestAuthDirectToken(t *testing.T) {
 		return must(jwt.NewWithClaims(jwt.SigningMethodES256, claims).SignedString(key))
 	}
 	tokenClient := func(token string) *client.Client {
-		c, err := client.New(client.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: 5 * time.Second, Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return harness.CairnClient(t, client.Config{Endpoints: []string{m.Endpoint()}, DialTimeout: 5 * time.Second, Token: token})
 	}
 
 	good := tokenClient(sign(time.Now().Add(time.Hour)))

@@ -75,11 +75,7 @@ func collectUntil(t *testing.T, wc client.WatchChan, rev int64) []*client.Event 
 func TestFailoverWhenMemberInUseIsKilled(t *testing.T) {
 	ms := startCluster(t, 3)
 	var log callLog
-	c, err := client.New(client.Config{Endpoints: urls(ms), DialTimeout: 5 * time.Second, DialOptions: log.dialOptions(), Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := harness.CairnClient(t, client.Config{Endpoints: urls(ms), DialTimeout: 5 * time.Second, DialOptions: log.dialOptions(), Logger: zaptest.NewLogger(t)})
 	ctx := testCtx(t)
 	const key = "failover"
 	wc := c.Watch(ctx, key, client.WithCreatedNotify())
@@ -176,11 +172,7 @@ func TestHealthCheckAbandonsPartitionedMember(t *testing.T) {
 		}
 	}
 	var log callLog
-	c, err := client.New(client.Config{Endpoints: eps, DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond, DialOptions: log.dialOptions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := harness.CairnClient(t, client.Config{Endpoints: eps, DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond, DialOptions: log.dialOptions()})
 	must(c.Put(ctx, "k", "v"))
 
 	cut.Isolate(victim)
@@ -233,15 +225,11 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 	learner := addLearner(t, newClient(t, urls(ms)...), ms)
 	var log callLog
 	core, logs := observer.New(zap.InfoLevel)
-	c, err := client.New(client.Config{
+	c := harness.CairnClient(t, client.Config{
 		Endpoints:   append([]string{learner.Endpoint()}, urls(ms)...),
 		DialTimeout: 5 * time.Second, HealthCheckInterval: 100 * time.Millisecond,
 		DialOptions: log.dialOptions(), Logger: zap.New(core),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	// A health check round that finds the learner logs that it steers
 	// requests off it, then hands gRPC the voters; the next round starts
 	// only after that. So once a Status request reaches the learner after
@@ -275,11 +263,7 @@ func TestLearnerEndpointsExcluded(t *testing.T) {
 // hanging the test.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(readyTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !harness.Poll(readyTimeout, 10*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }

@@ -10,8 +10,7 @@ import (
 )
 
 func TestKV(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	for _, k := range []string{"a", "b/1", "b/2", "b/3", "c"} {
 		must(c.Put(ctx, k, "v-"+k))
 	}
@@ -63,8 +62,7 @@ func TestKV(t *testing.T) {
 }
 
 func TestPutLeaseOptions(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	l := must(c.Grant(ctx, 60))
 	must(c.Put(ctx, "k", "v1", client.WithLease(l.ID)))
 	must(c.Put(ctx, "k", "", client.WithIgnoreValue(), client.WithIgnoreLease()))
@@ -82,8 +80,7 @@ func TestPutLeaseOptions(t *testing.T) {
 }
 
 func TestCompact(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	last := must(c.Put(ctx, "k", "2")).Header.Revision
 	must(c.Compact(ctx, last, client.WithCompactPhysical()))
@@ -96,8 +93,7 @@ func TestCompact(t *testing.T) {
 }
 
 func TestDo(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	if r := must(c.Do(ctx, client.OpPut("k", "v"))); r.Put() == nil {
 		t.Error("Do(put) has no put response")
 	}

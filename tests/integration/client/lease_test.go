@@ -12,8 +12,7 @@ import (
 )
 
 func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	l := must(c.Grant(ctx, 1))
 	must(c.Put(ctx, "k", "v", client.WithLease(l.ID)))
 	kctx, stop := context.WithCancel(ctx)
@@ -36,8 +35,7 @@ func TestLeaseKeepAliveKeepsLeaseAlive(t *testing.T) {
 }
 
 func TestLeaseAPI(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	l := must(c.Grant(ctx, 60))
 	if l.TTL != 60 || l.ID == client.NoLease {
 		t.Fatalf("grant %+v", l)
@@ -63,8 +61,7 @@ func TestLeaseAPI(t *testing.T) {
 }
 
 func TestKeepAliveChannelClosesOnRevoke(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	l := must(c.Grant(ctx, 3))
 	ch := must(c.KeepAlive(ctx, l.ID))
 	<-ch

@@ -92,6 +92,13 @@ func tryStartCluster(t *testing.T, n int, advertise func(i int, listen string) s
 
 func startMember(t *testing.T) *harness.Member { return startCluster(t, 1)[0] }
 
+// newMemberClient is the setup of the tests that need one member of their
+// own and nothing else: a client of a fresh member and the test's context.
+func newMemberClient(t *testing.T) (*client.Client, context.Context) {
+	t.Helper()
+	return newClient(t, startMember(t).Endpoint()), testCtx(t)
+}
+
 // stopMember stops m gracefully; cairn must exit cleanly. An unclean exit
 // fails the test but does not end it: the member is gone either way, and
 // a test's goroutines still use the cluster.
@@ -121,19 +128,10 @@ func urls(members []*harness.Member) []string {
 // newClient connects to endpoints and closes the client when the test ends.
 func newClient(t *testing.T, endpoints ...string) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return harness.CairnClient(t, client.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 20*time.Second) }
 
 // must returns v; an error fails the test with a panic (Go does not let a
 // two-value call be an argument next to t).

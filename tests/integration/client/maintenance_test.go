@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/client"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 func TestClusterAndMaintenance(t *testing.T) {
@@ -57,11 +58,7 @@ func TestSyncEndpoints(t *testing.T) {
 	if got := sorted(c.Endpoints()); !slices.Equal(got, voters) {
 		t.Errorf("endpoints after sync: %v, want %v (learner %s)", got, voters, learner.Endpoint())
 	}
-	auto, err := client.New(client.Config{Endpoints: []string{ms[0].Endpoint()}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer auto.Close()
+	auto := harness.CairnClient(t, client.Config{Endpoints: []string{ms[0].Endpoint()}, DialTimeout: 5 * time.Second, AutoSyncInterval: 50 * time.Millisecond})
 	waitUntil(t, "auto sync", func() bool { return len(auto.Endpoints()) > 1 })
 	if got := sorted(auto.Endpoints()); !slices.Equal(got, voters) {
 		t.Errorf("endpoints after auto sync: %v, want %v (learner %s)", got, voters, learner.Endpoint())

@@ -62,11 +62,7 @@ func TestRangeSkipsDeadFirstEndpoint(t *testing.T) {
 // until the member comes up.
 func TestPutRetriedWhenNeverSent(t *testing.T) {
 	m := harness.NewMember(t, cairnBin, harness.Flags{Extra: raftTimings})
-	c, err := client.New(client.Config{Endpoints: []string{m.Endpoint()}, MaxRetries: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := harness.CairnClient(t, client.Config{Endpoints: []string{m.Endpoint()}, MaxRetries: 100})
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Put(testCtx(t), "k", "v")

@@ -7,8 +7,7 @@ import (
 )
 
 func TestTxn(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	put := must(c.Put(ctx, "k", "v"))
 	rev := put.Header.Revision
 	l := must(c.Grant(ctx, 60))

@@ -42,8 +42,7 @@ func collect(t *testing.T, wc client.WatchChan, n int) []*client.Event {
 }
 
 func TestWatch(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	wc := c.Watch(ctx, "w/", client.WithPrefix(), client.WithPrevKV(), client.WithCreatedNotify())
 	if wr := next(t, wc); !wr.Created {
 		t.Fatalf("first response %+v, want created", wr)
@@ -62,8 +61,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestWatchFromRevisionAndFilters(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	must(c.Put(ctx, "k", "2"))
 	must(c.Delete(ctx, "k"))
@@ -82,8 +80,7 @@ func TestWatchFromRevisionAndFilters(t *testing.T) {
 }
 
 func TestWatchCompacted(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	first := must(c.Put(ctx, "k", "1")).Header.Revision
 	last := must(c.Put(ctx, "k", "2")).Header.Revision
 	must(c.Compact(ctx, last))
@@ -98,8 +95,7 @@ func TestWatchCompacted(t *testing.T) {
 }
 
 func TestWatchRequestProgress(t *testing.T) {
-	c := newClient(t, startMember(t).Endpoint())
-	ctx := testCtx(t)
+	c, ctx := newMemberClient(t)
 	rev := must(c.Put(ctx, "k", "v")).Header.Revision
 	wc := c.Watch(ctx, "k", client.WithCreatedNotify())
 	next(t, wc)

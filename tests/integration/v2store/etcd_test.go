@@ -23,6 +23,7 @@ import (
 	"github.com/cairnkv/cairn/server/membership/v2store"
 	"github.com/cairnkv/cairn/server/snap"
 	"github.com/cairnkv/cairn/tests/compat/etcdtools"
+	"github.com/cairnkv/cairn/tests/harness"
 )
 
 // TestAgainstRealEtcd runs etcd v3.7.3 with --snapshot-count 5, changes its
@@ -214,18 +215,14 @@ func startEtcd(t *testing.T, bin, name string, flags ...string) *etcdProc {
 // waitFor retries f for up to 30s.
 func waitFor(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var err error
+	if !harness.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := f(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer cancel()
+		err = f(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 

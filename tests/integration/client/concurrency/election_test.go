@@ -113,19 +113,9 @@ func TestElectionCampaignCanceledWithdraws(t *testing.T) {
 	if err := leader.Campaign(ctx, "l"); err != nil {
 		t.Fatal(err)
 	}
-	wc, watching := newWatchingClient(t)
-	s := newSession(t, wc)
-	cctx, cancel := context.WithCancel(ctx)
-	done := campaignAsync(cctx, concurrency.NewElection(s, "withdraw"), "c")
-	<-watching
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("canceled Campaign: %v, want context.Canceled", err)
-	}
-	key := fmt.Sprintf("withdraw/%x", int64(s.Lease()))
-	if resp, err := c.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
-		t.Fatalf("withdrawn candidate's key still there (%v, %v)", resp.GetKvs(), err)
-	}
+	cancelWhileWaiting(t, ctx, c, "withdraw", "Campaign", func(ctx context.Context, s *concurrency.Session) <-chan error {
+		return campaignAsync(ctx, concurrency.NewElection(s, "withdraw"), "c")
+	})
 }
 
 func TestResumeElection(t *testing.T) {

@@ -5,6 +5,8 @@ package concurrency_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -44,12 +46,7 @@ func startMember() error {
 // newClient connects to the shared member and closes when the test ends.
 func newClient(t *testing.T) *client.Client {
 	t.Helper()
-	c, err := client.New(client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return harness.CairnClient(t, client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
 }
 
 // newWatchingClient is newClient whose channel receives a value each time
@@ -68,13 +65,32 @@ func newWatchingClient(t *testing.T) (*client.Client, <-chan struct{}) {
 		}
 		return streamer(ctx, desc, cc, method, opts...)
 	}
-	c, err := client.New(client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
+	c := harness.CairnClient(t, client.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(signal)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	return c, opened
+}
+
+// cancelWhileWaiting is the scenario the canceled Lock and Campaign tests
+// share, run while another session holds prefix: wait starts the call on a
+// session of its own, the call's context is canceled once it watches its
+// predecessor, and the call must return context.Canceled and leave no key
+// of its session under prefix. what names the call in failures.
+func cancelWhileWaiting(t *testing.T, ctx context.Context, c *client.Client, prefix, what string,
+	wait func(context.Context, *concurrency.Session) <-chan error) {
+	t.Helper()
+	wc, watching := newWatchingClient(t)
+	s := newSession(t, wc)
+	wctx, cancel := context.WithCancel(ctx)
+	done := wait(wctx, s)
+	<-watching
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled %s: %v, want context.Canceled", what, err)
+	}
+	key := fmt.Sprintf("%s/%x", prefix, int64(s.Lease()))
+	if resp, err := c.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("canceled %s left its key %s (%v, %v)", what, key, resp.GetKvs(), err)
+	}
 }
 
 // newSession opens a session that is closed when the test ends.
@@ -89,8 +105,4 @@ func newSession(t *testing.T, c *client.Client, opts ...concurrency.SessionOptio
 }
 
 // testCtx bounds a test that would otherwise hang on a bug.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return harness.Ctx(t, 20*time.Second) }

@@ -151,20 +151,9 @@ func TestMutexLockCanceledLeavesQueue(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wc, watching := newWatchingClient(t)
-	ws := newSession(t, wc)
-	waiter := concurrency.NewMutex(ws, "cancel")
-	wctx, cancel := context.WithCancel(ctx)
-	done := lockAsync(wctx, waiter)
-	<-watching
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("canceled Lock: %v, want context.Canceled", err)
-	}
-	key := fmt.Sprintf("cancel/%x", int64(ws.Lease()))
-	if resp, err := c.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
-		t.Fatalf("canceled waiter's key still there (%v, %v)", resp.GetKvs(), err)
-	}
+	cancelWhileWaiting(t, ctx, c, "cancel", "Lock", func(ctx context.Context, s *concurrency.Session) <-chan error {
+		return lockAsync(ctx, concurrency.NewMutex(s, "cancel"))
+	})
 }
 
 func TestMutexSessionExpiredWhileWaiting(t *testing.T) {
