@@ -241,16 +241,16 @@ func openWAL(lg *zap.Logger, dir string, marker walpb.Snapshot) (*wal.WAL, []byt
 	}
 }
 
-// openBackend opens the member's bbolt db; preCommit is the hook that
-// writes the consistent index into every commit.
-func openBackend(c *Config, preCommit func(tx backend.UnsafeWriter)) (backend.Backend, error) {
+// openBackend opens the member's bbolt db with the member's hooks.
+func openBackend(c *Config, hooks backendHooks) (backend.Backend, error) {
 	start := time.Now()
 	be, err := backend.Open(backend.Config{
 		Path:          c.backendPath(),
 		Logger:        c.Logger,
 		UnsafeNoFsync: c.UnsafeNoFsync,
 		Mlock:         c.MemoryMlock,
-		PreCommit:     preCommit,
+		PreCommit:     hooks.preCommit,
+		AwaitDiskGap:  hooks.awaitDiskGap,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open backend %s: %w", c.backendPath(), err)
@@ -262,6 +262,16 @@ func openBackend(c *Config, preCommit func(tx backend.UnsafeWriter)) (backend.Ba
 	}
 	c.Logger.Info("opened backend db", zap.String("path", c.backendPath()), zap.Duration("took", time.Since(start)))
 	return be, nil
+}
+
+// maxDiskGapWait bounds how long a bulk sync of the backend waits for the
+// WAL's sync in progress (or the next) to end: under a steady write load
+// syncs follow each other closely, and the bulk work must still go on.
+const maxDiskGapWait = 5 * time.Millisecond
+
+// awaitDiskGap is the backend's AwaitDiskGap; nil without gaps.
+func (h backendHooks) awaitDiskGap() {
+	h.diskGaps.Await(maxDiskGapWait)
 }
 
 // syncNames fsyncs the directory holding each path, so that the paths'

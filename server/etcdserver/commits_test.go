@@ -19,7 +19,7 @@ func newTestCommits(t *testing.T, stop <-chan struct{}) *backendCommits {
 	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	be, err := openBackend(cfg, c.saveConsistentIndex)
+	be, err := openBackend(cfg, backendHooks{preCommit: c.saveConsistentIndex})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package etcdserver
 
 import (
+	"github.com/cairnkv/cairn/pkg/syncgap"
 	"github.com/cairnkv/cairn/server/storage/backend"
 	"github.com/cairnkv/cairn/server/storage/mvcc"
 )
@@ -19,9 +20,17 @@ type openedKV struct {
 	err error
 }
 
+// backendHooks are what the member lends its backend: the pre-commit hook
+// that stores the consistent index, and the gaps between the WAL's syncs,
+// in which the backend's bulk syncs go (nil: anywhere).
+type backendHooks struct {
+	preCommit func(tx backend.UnsafeWriter)
+	diskGaps  *syncgap.Gaps
+}
+
 // openKV opens the backend at c's db path and the mvcc store on it.
-func openKV(c *Config, preCommit func(tx backend.UnsafeWriter)) openedKV {
-	be, err := openBackend(c, preCommit)
+func openKV(c *Config, hooks backendHooks) openedKV {
+	be, err := openBackend(c, hooks)
 	if err != nil {
 		return openedKV{err: err}
 	}
@@ -46,8 +55,8 @@ type kvFuture struct {
 // behind), and --force-new-cluster opens the db itself while
 // bootstrapping (bbolt's file lock would make the two opens wait for each
 // other), so both open it in order.
-func prefetchKV(c *Config, preCommit func(tx backend.UnsafeWriter)) *kvFuture {
-	open := func() openedKV { return openKV(c, preCommit) }
+func prefetchKV(c *Config, hooks backendHooks) *kvFuture {
+	open := func() openedKV { return openKV(c, hooks) }
 	if !c.HasWAL() || c.ForceNewCluster {
 		return &kvFuture{open: open}
 	}

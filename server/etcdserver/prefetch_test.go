@@ -13,21 +13,21 @@ import (
 
 func TestPrefetchOnlyOnAPlainRestart(t *testing.T) {
 	fresh := testConfig(t.TempDir())
-	if f := prefetchKV(fresh, nil); f.done != nil {
+	if f := prefetchKV(fresh, backendHooks{}); f.done != nil {
 		t.Fatal("a new member opened its db before bootstrapping raft")
 	}
 	restarted := testConfig(t.TempDir())
 	startServer(t, restarted).Stop()
 	forced := *restarted
 	forced.ForceNewCluster = true
-	if f := prefetchKV(&forced, nil); f.done != nil {
+	if f := prefetchKV(&forced, backendHooks{}); f.done != nil {
 		t.Fatal("--force-new-cluster opened the db twice")
 	}
 	c, err := restarted.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := prefetchKV(c, nil)
+	f := prefetchKV(c, backendHooks{})
 	if f.done == nil {
 		t.Fatal("a restart did not prefetch its stores")
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cairnkv/cairn/pkg/idutil"
+	"github.com/cairnkv/cairn/pkg/syncgap"
 	"github.com/cairnkv/cairn/pkg/wait"
 	"github.com/cairnkv/cairn/server/apply"
 	"github.com/cairnkv/cairn/server/compactor"
@@ -56,7 +57,10 @@ type Server struct {
 
 	// commits holds the apply lock (applyMu) and the consistent index.
 	commits *backendCommits
-	snaps   *snapshotSaver // the raft snapshots, saved in the background
+	// backendHooks go into every backend the member opens (restarts and
+	// snapshot installs alike).
+	backendHooks backendHooks
+	snaps        *snapshotSaver // the raft snapshots, saved in the background
 	// snapshotForced asks the apply loop for a snapshot at the end of the
 	// batch (after a cluster version downgrade, as etcd, so that the WAL
 	// an older binary reads holds no entry of the newer version).
@@ -89,12 +93,14 @@ func New(cfg *Config) (*Server, error) {
 	s := &Server{cfg: c, lg: c.Logger, stopc: make(chan struct{}), errc: make(chan error, 1), readyc: make(chan struct{})}
 	s.stores = &stores{applied: &s.appliedIndex, lg: s.lg}
 	s.commits = &backendCommits{stores: s.stores, kick: make(chan struct{}, 1), interval: c.BackendBatchInterval, stop: s.stopc}
-	early := prefetchKV(c, s.commits.saveConsistentIndex)
+	s.backendHooks = backendHooks{preCommit: s.commits.saveConsistentIndex, diskGaps: syncgap.New()}
+	early := prefetchKV(c, s.backendHooks)
 	b, err := bootstrapper{cfg: c, lg: s.lg}.bootstrapRaft()
 	if err != nil {
 		early.discard()
 		return nil, err
 	}
+	b.storage.wal.ReportSyncsTo(s.backendHooks.diskGaps)
 	// openStores may finish installing a snapshot, through the storage.
 	s.id, s.clusterID, s.storage = b.id, b.clusterID, b.storage
 	s.snaps = &snapshotSaver{lg: s.lg, log: b.memStorage, files: b.storage,
@@ -186,7 +192,7 @@ func (s *Server) openStores(b *bootstrapped, early *kvFuture) error {
 // openBackendStores opens the backend, mvcc and applier on the db file and
 // reads the consistent index it holds.
 func (s *Server) openBackendStores() error {
-	return s.finishStores(openKV(s.cfg, s.commits.saveConsistentIndex))
+	return s.finishStores(openKV(s.cfg, s.backendHooks))
 }
 
 // finishStores opens auth, the lessor and the applier on an opened backend

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cairnkv/cairn/pkg/fileutil"
+	"github.com/cairnkv/cairn/pkg/syncgap"
 	"github.com/cairnkv/cairn/server/metrics"
 	"github.com/cairnkv/cairn/server/wal/walpb"
 	"go.etcd.io/raft/v3"
@@ -120,6 +121,9 @@ type WAL struct {
 	spares   *spareSegments // the next segment files, made ahead
 
 	unsafeNoSync bool // --unsafe-no-fsync: write but never fdatasync
+	// syncs hears of every fdatasync of appended records, so that the
+	// member's bulk writers can sync in the gaps (see pkg/syncgap).
+	syncs *syncgap.Gaps
 
 	// failed is the first error of a write, sync or cut; once set every
 	// later append or sync fails with ErrFailed (see there).
@@ -530,7 +534,9 @@ func (w *WAL) sync() error {
 	}
 	start := time.Now()
 	tail := w.tail()
+	w.syncs.Begin()
 	err := disk.fdatasync(tail.file.File)
+	w.syncs.End()
 	if err != nil {
 		err = fmt.Errorf("wal: fdatasync %s: %w", filepath.Join(w.dir, walName(tail.seq, tail.index)), err)
 	}
@@ -540,6 +546,13 @@ func (w *WAL) sync() error {
 		w.lg.Warn("slow fdatasync", zap.Duration("took", took), zap.Duration("expected-duration", warnSyncDuration))
 	}
 	return err
+}
+
+// ReportSyncsTo tells g of every later fdatasync of appended records.
+func (w *WAL) ReportSyncsTo(g *syncgap.Gaps) {
+	w.mu.Lock()
+	w.syncs = g
+	w.mu.Unlock()
 }
 
 // ReleaseLockTo unlocks the segments that hold only entries below index, so

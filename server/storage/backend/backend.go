@@ -47,6 +47,11 @@ type Config struct {
 	// Mlock (--memory-mlock) locks the mapped db file in RAM so that it is
 	// never paged out; opening fails if the memlock limit is too low.
 	Mlock bool
+	// AwaitDiskGap, if set, is called before each bulk sync of a
+	// defragmentation (a copy batch, a catch-up round, a release step of
+	// the old file) and returns when such a sync disturbs the member's WAL
+	// least: right after one of its fdatasyncs (see pkg/syncgap).
+	AwaitDiskGap func()
 }
 
 type backend struct {

@@ -97,20 +97,37 @@ func dropInSlices(drop func(addr uintptr, size int64) error, addr uintptr, size,
 
 // defragPacer spaces the bulk copy's batches (see defragCopyShare).
 type defragPacer struct {
-	now   func() time.Time
-	sleep func(time.Duration)
-	since time.Time // end of the last rest
+	now         func() time.Time
+	sleep       func(time.Duration)
+	since       time.Time     // end of the last rest
+	waitedSince time.Duration // waited for disk gaps since then
 }
 
 func newDefragPacer() *defragPacer {
 	return &defragPacer{now: time.Now, sleep: time.Sleep, since: time.Now()}
 }
 
-// rest sleeps in proportion to the work done since the last rest.
+// rest sleeps in proportion to the work done since the last rest. Time
+// spent waiting for a gap in the WAL's syncs since then (waited) is rest
+// already taken, not work.
 func (p *defragPacer) rest() {
-	worked := p.now().Sub(p.since)
-	p.sleep(min(time.Duration(float64(worked)*(1-defragCopyShare)/defragCopyShare), defragMaxRest))
-	p.since = p.now()
+	worked := p.now().Sub(p.since) - p.waitedSince
+	due := min(time.Duration(float64(worked)*(1-defragCopyShare)/defragCopyShare), defragMaxRest) - p.waitedSince
+	if due > 0 {
+		p.sleep(due)
+	}
+	p.since, p.waitedSince = p.now(), 0
+}
+
+// awaitDiskGap waits through await (nil: not at all) and counts the wait
+// as rest.
+func (p *defragPacer) awaitDiskGap(await func()) {
+	if await == nil {
+		return
+	}
+	start := p.now()
+	await()
+	p.waitedSince += p.now().Sub(start)
 }
 
 // defragJournal records, in order, every write the batch makes while a
@@ -315,6 +332,7 @@ func (c *defragCopy) catchUp() error {
 		c.b.batch.mu.Unlock()
 		err := applyToDB(c.db, writes)
 		if err == nil {
+			c.b.awaitDiskGap()
 			err = c.db.Sync()
 		}
 		if err != nil {
@@ -442,7 +460,11 @@ func (b *backend) retire(db *bolt.DB, unlinked *os.File) {
 		}
 		if unlinked != nil {
 			if st, err := unlinked.Stat(); err == nil {
-				shrinkInSteps(unlinked.Truncate, st.Size(), retireShrinkStep, retireShrinkPause)
+				release := func(size int64) error {
+					b.awaitDiskGap()
+					return unlinked.Truncate(size)
+				}
+				shrinkInSteps(release, st.Size(), retireShrinkStep, retireShrinkPause)
 			}
 			unlinked.Close()
 		}
@@ -476,6 +498,14 @@ func shrinkInSteps(truncate func(size int64) error, size, step int64, pause time
 			return
 		}
 		time.Sleep(pause)
+	}
+}
+
+// awaitDiskGap returns when a bulk sync disturbs the WAL least (see
+// Config.AwaitDiskGap).
+func (b *backend) awaitDiskGap() {
+	if b.cfg.AwaitDiskGap != nil {
+		b.cfg.AwaitDiskGap()
 	}
 }
 
@@ -543,7 +573,9 @@ func (c *defragCopy) copyBuckets(src *bolt.Tx) error {
 	w := &defragWriter{db: c.db, afterCommit: func() error {
 		failpoint.Inject("defragDuringCopy")
 		// Each batch goes to disk before the next: one fsync of the whole
-		// copy at the end would flood the disk the WAL shares.
+		// copy at the end would flood the disk the WAL shares. It goes
+		// right after one of the WAL's syncs, not into the next.
+		pacer.awaitDiskGap(c.b.cfg.AwaitDiskGap)
 		if err := c.db.Sync(); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,30 +270,63 @@ func TestConcurrentDefragsAndSnapshots(t *testing.T) {
 }
 
 // TestDefragPacerRestsInProportion: the copy rests as long as it worked (a
-// 50% share), never longer than defragMaxRest.
+// 50% share), never longer than defragMaxRest; time spent waiting for a
+// gap in the WAL's syncs is neither work nor more rest.
 func TestDefragPacerRestsInProportion(t *testing.T) {
 	for _, tc := range []struct {
-		worked, want time.Duration
+		worked, waited, want time.Duration
 	}{
-		{10 * time.Millisecond, 10 * time.Millisecond},
-		{0, 0},
-		{time.Second, defragMaxRest},
+		{10 * time.Millisecond, 0, 10 * time.Millisecond},
+		{0, 0, 0},
+		{time.Second, 0, defragMaxRest},
+		{10 * time.Millisecond, 4 * time.Millisecond, 6 * time.Millisecond},
+		{2 * time.Millisecond, 5 * time.Millisecond, 0},
+		{time.Second, 10 * time.Millisecond, defragMaxRest - 10*time.Millisecond},
 	} {
 		clock := time.Unix(0, 0)
 		var slept time.Duration
 		p := &defragPacer{
 			now:   func() time.Time { return clock },
-			sleep: func(d time.Duration) { slept = d; clock = clock.Add(d) },
+			sleep: func(d time.Duration) { slept += d; clock = clock.Add(d) },
 			since: clock,
 		}
 		clock = clock.Add(tc.worked)
+		p.awaitDiskGap(func() { clock = clock.Add(tc.waited) })
 		p.rest()
 		if slept != tc.want {
-			t.Errorf("worked %v: rested %v, want %v", tc.worked, slept, tc.want)
+			t.Errorf("worked %v, waited %v: rested %v, want %v", tc.worked, tc.waited, slept, tc.want)
 		}
-		if !p.since.Equal(clock) {
-			t.Errorf("worked %v: next work counted from %v, want %v", tc.worked, p.since, clock)
+		if !p.since.Equal(clock) || p.waitedSince != 0 {
+			t.Errorf("worked %v: next work counted from %v (waited %v), want %v (0)", tc.worked, p.since, p.waitedSince, clock)
 		}
+	}
+}
+
+// TestDefragSyncsInTheWALsGaps: every bulk sync of a defrag, copy batches,
+// catch-up rounds and release steps of the old file, first asks for a gap
+// in the WAL's syncs.
+func TestDefragSyncsInTheWALsGaps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	var asked atomic.Int64
+	b, err := Open(Config{Path: path, UnsafeNoFsync: true, AwaitDiskGap: func() { asked.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const pairs, valueSize = 2048, 1024
+	fillKeys(b, pairs, valueSize)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	b.(*backend).retired.Wait()
+	copyBatches := int64(pairs * valueSize / defragBatchBytes)
+	releaseSteps := st.Size() / retireShrinkStep
+	if got := asked.Load(); got < copyBatches+releaseSteps {
+		t.Fatalf("the defrag asked for %d disk gaps, want at least one per copy batch (%d) and per release step of the old file (%d)", got, copyBatches, releaseSteps)
 	}
 }
 
